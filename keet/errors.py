@@ -1,0 +1,18 @@
+"""Errors a user can act on: each renders as one line naming the input and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class KeetError(Exception):
+    """Base class for every error the CLI reports as one line with exit status 2."""
+
+
+class ProfileError(KeetError):
+    """An input profile is missing, unreadable, of an unknown format, or corrupt."""
+
+    def __init__(self, path: str | Path, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")

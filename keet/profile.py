@@ -1,0 +1,233 @@
+"""The vendor-neutral Profile every reader returns.
+
+A Profile is a device, a list of kernels (one entry per profiled launch, or per kernel
+when a reader aggregates dispatches) and one tidy metrics table. The table holds each
+metric twice where we know its meaning: once under the vendor's raw name (``origin ==
+"raw"``, in the unit the file used) and once under the canonical vocabulary of
+docs/metrics.md (``origin == "canonical"``, in base units).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pandas as pd
+
+METRIC_COLUMNS = ["kernel", "metric", "value", "unit", "origin"]
+
+
+@dataclass
+class Device:
+    """The GPU the profile was captured on."""
+
+    name: str
+    vendor: str  # "nvidia" or "amd"
+    arch: str | None = None  # "sm_90", "gfx942"
+    compute_capability: tuple[int, int] | None = None
+    sm_count: int | None = None  # SMs (NVIDIA) or CUs (AMD)
+    sm_clock_hz: float | None = None  # clock the kernels ran at while profiled
+    max_sm_clock_hz: float | None = None
+    memory_clock_hz: float | None = None
+    memory_bytes: int | None = None
+    memory_bus_width_bits: int | None = None
+    l2_bytes: int | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RuleResult:
+    """One result of the profiler's own guided-analysis rules, kept as evidence."""
+
+    rule_id: str
+    name: str
+    section: str | None
+    title: str
+    message: str
+    kind: str  # "optimization", "warning", "error", "ok", "none"
+    speedup_type: str | None = None  # "local" / "global"
+    estimated_speedup_pct: float | None = None
+    focus_metrics: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Kernel:
+    """One profiled kernel launch (or an aggregate of ``invocations`` dispatches)."""
+
+    id: int
+    name: str  # demangled, as the profiler shows it
+    mangled_name: str | None = None
+    function_name: str | None = None  # base name: no namespace parameters or templates
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers_per_thread: int | None = None
+    static_shared_bytes: int | None = None
+    dynamic_shared_bytes: int | None = None
+    duration_ns: float | None = None
+    device_id: int = 0
+    stream: int | None = None
+    invocations: int = 1
+    process: str | None = None
+    range_name: str | None = None  # NVTX range / report range it came from
+    attributes: dict[str, Any] = field(default_factory=dict)  # non-numeric metrics
+    rule_results: list[RuleResult] = field(default_factory=list)
+    # Source/SASS counters are read on first use: they are the slow part of a report.
+    source_loader: "Callable[[], SourceCounters | None] | None" = field(default=None, repr=False, compare=False)
+    _source: "SourceCounters | None" = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def source(self) -> "SourceCounters | None":
+        """Per-instruction counters with file:line attribution, when the profile has them."""
+        if self._source is None and self.source_loader is not None:
+            self._source = self.source_loader()
+            self.source_loader = None
+        return self._source
+
+    @source.setter
+    def source(self, counters: "SourceCounters | None") -> None:
+        self._source, self.source_loader = counters, None
+
+    @property
+    def threads_per_block(self) -> int | None:
+        return None if self.block is None else self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def blocks(self) -> int | None:
+        return None if self.grid is None else self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def shared_bytes_per_block(self) -> int | None:
+        if self.static_shared_bytes is None and self.dynamic_shared_bytes is None:
+            return None
+        return (self.static_shared_bytes or 0) + (self.dynamic_shared_bytes or 0)
+
+
+@dataclass
+class SourceCounters:
+    """Per-instruction counters of one kernel, with their source attribution.
+
+    ``instructions`` has one row per SASS instruction: ``pc`` (offset in the
+    function), ``file``, ``line`` and one numeric column per counter
+    (instructions executed, stall samples per reason, L2 sectors, ...).
+    ``files`` maps a source path to its text when the report embedded it.
+    """
+
+    instructions: pd.DataFrame
+    files: dict[str, str] = field(default_factory=dict)
+    # pc offset -> SASS text; disassembly is slow, so readers fetch it per instruction on demand.
+    sass_loader: "Callable[[int], str | None] | None" = field(default=None, repr=False, compare=False)
+
+    def sass(self, pc: int) -> str | None:
+        """The SASS instruction at a pc offset, where the report can disassemble it."""
+        return None if self.sass_loader is None else self.sass_loader(pc)
+
+    def counter_names(self) -> list[str]:
+        fixed = {"pc", "file", "line"}
+        return [c for c in self.instructions.columns if c not in fixed]
+
+    def by_line(self) -> pd.DataFrame:
+        """Counters summed per source line, with the line's text where known."""
+        rows = self.instructions.dropna(subset=["file", "line"])
+        if rows.empty:
+            return pd.DataFrame(columns=["file", "line", "text", *self.counter_names()])
+        lines = rows.groupby(["file", "line"], sort=True)[self.counter_names()].sum().reset_index()
+        lines["line"] = lines["line"].astype(int)
+        lines.insert(2, "text", [self.line_text(f, n) for f, n in zip(lines["file"], lines["line"])])
+        return lines
+
+    def line_text(self, file: str, line: int) -> str | None:
+        text = self.files.get(file)
+        if text is None:
+            return None
+        lines = text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+@dataclass
+class Profile:
+    """Everything one profile file says, in one vendor-neutral shape."""
+
+    source: str  # path of the file it was read from
+    format: str  # reader id, e.g. "ncu-rep", "ncu-csv-details"
+    device: Device
+    kernels: list[Kernel]
+    metrics: pd.DataFrame  # METRIC_COLUMNS
+    tool: str | None = None  # profiler and version where the file says
+    devices: dict[int, Device] = field(default_factory=dict)  # when kernels ran on several
+
+    def __post_init__(self) -> None:
+        self._by_kernel: dict[tuple[int, str], dict[str, tuple[float, str]]] | None = None
+
+    def kernel(self, key: int | str) -> Kernel:
+        """A kernel by id, or by name (exact, then function name, then substring)."""
+        for matches in self._kernel_matchers(key):
+            found = [k for k in self.kernels if matches(k)]
+            if found:
+                return found[0]
+        raise KeyError(f"no kernel {key!r} in {self.source}")
+
+    def select(self, key: int | str | None) -> list[Kernel]:
+        """Kernels matching ``key`` (all when None), as ``--kernel`` selects them."""
+        if key is None:
+            return list(self.kernels)
+        for matches in self._kernel_matchers(key):
+            found = [k for k in self.kernels if matches(k)]
+            if found:
+                return found
+        return []
+
+    @staticmethod
+    def _kernel_matchers(key: int | str):
+        if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+            kid = int(key)
+            yield lambda k: k.id == kid
+        if isinstance(key, str):
+            yield lambda k: k.name == key or k.mangled_name == key
+            yield lambda k: k.function_name == key
+            yield lambda k: key in k.name
+
+    def _index(self) -> dict[tuple[int, str], dict[str, tuple[float, str]]]:
+        if self._by_kernel is None:
+            index: dict[tuple[int, str], dict[str, tuple[float, str]]] = {}
+            for kid, metric, value, unit, origin in self.metrics[METRIC_COLUMNS].itertuples(index=False):
+                index.setdefault((kid, origin), {})[metric] = (value, unit)
+            self._by_kernel = index
+        return self._by_kernel
+
+    def value(self, kernel: Kernel | int, metric: str, origin: str = "canonical") -> float | None:
+        """One metric of one kernel, or None where the profile lacks it."""
+        kid = kernel.id if isinstance(kernel, Kernel) else kernel
+        found = self._index().get((kid, origin), {}).get(metric)
+        return None if found is None else found[0]
+
+    def values(self, kernel: Kernel | int, origin: str = "canonical") -> dict[str, tuple[float, str]]:
+        """All metrics of one kernel as {name: (value, unit)}."""
+        kid = kernel.id if isinstance(kernel, Kernel) else kernel
+        return dict(self._index().get((kid, origin), {}))
+
+    def kernel_table(self) -> pd.DataFrame:
+        """One row per kernel: identity, launch configuration, resources and duration."""
+        total = sum(k.duration_ns or 0.0 for k in self.kernels)
+        rows = [
+            {
+                "id": k.id,
+                "name": k.name,
+                "grid": k.grid,
+                "block": k.block,
+                "registers": k.registers_per_thread,
+                "shared_bytes": k.shared_bytes_per_block,
+                "duration_ns": k.duration_ns,
+                "share": (k.duration_ns / total) if (k.duration_ns and total) else None,
+                "invocations": k.invocations,
+            }
+            for k in self.kernels
+        ]
+        return pd.DataFrame(rows)
+
+
+def metrics_frame(rows: "list[tuple[int, str, float, str, str]] | pd.DataFrame") -> pd.DataFrame:
+    """The tidy metrics table from (kernel, metric, value, unit, origin) rows or a frame."""
+    frame = rows[METRIC_COLUMNS].reset_index(drop=True) if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows, columns=METRIC_COLUMNS)
+    frame["kernel"] = frame["kernel"].astype("int64")
+    frame["value"] = frame["value"].astype("float64")
+    return frame
