@@ -13,7 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterable, Mapping
 
-import pandas as pd
+import numpy as np
 
 from keet.units import to_base
 
@@ -45,15 +45,13 @@ def vocabulary() -> tuple[CanonicalMetric, ...]:
     )
 
 
-def _evaluate(formula: Formula, wide: pd.DataFrame) -> pd.Series | float | None:
-    """A formula over all kernels at once: ``wide`` is kernels x raw names, in base units.
-
-    NaN marks a kernel whose profile lacks a needed term; None a term no kernel has.
-    """
+def _evaluate(formula: Formula, wide: Mapping[str, np.ndarray]) -> np.ndarray | float | None:
+    """A formula over all kernels at once: ``wide`` maps raw names to per-kernel values in
+    base units (NaN where a kernel's profile lacks the metric); None when no kernel has a term."""
     if isinstance(formula, (int, float)):
         return float(formula)
     if isinstance(formula, str):
-        return wide[formula] if formula in wide.columns else None
+        return wide.get(formula)
     op, *terms = formula
     values = [_evaluate(term, wide) for term in terms]
     if op == "+":
@@ -63,7 +61,7 @@ def _evaluate(formula: Formula, wide: pd.DataFrame) -> pd.Series | float | None:
         total = values[0]
         for value in values[1:]:
             if value is not None:
-                total = total + (value.fillna(0.0) if isinstance(value, pd.Series) else value)
+                total = total + np.nan_to_num(value, nan=0.0)
         return total
     if any(v is None for v in values):
         return None
@@ -74,11 +72,8 @@ def _evaluate(formula: Formula, wide: pd.DataFrame) -> pd.Series | float | None:
         return product
     if op == "/":
         numerator, denominator = values
-        if isinstance(denominator, pd.Series):
-            denominator = denominator.where(denominator != 0)
-        elif denominator == 0:
-            return None
-        return numerator / denominator
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(np.asarray(denominator) != 0, np.divide(numerator, denominator), np.nan)
     raise ValueError(f"unknown operator {op!r} in canonical formula {formula!r}")
 
 
@@ -101,38 +96,37 @@ def referenced_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def derive_frame(raw: pd.DataFrame) -> pd.DataFrame:
-    """Canonical rows (kernel, metric, value, unit) from raw rows (kernel, metric, value, unit).
+def derive_all(raw: Mapping[int, Mapping[str, tuple[float, str]]]) -> list[tuple[int, str, float, str]]:
+    """Canonical (kernel, name, value, unit) rows from each kernel's raw {name: (value, unit)}.
 
     ``raw`` may hold metric names (reports, raw CSV pages, ``--metrics`` exports) and/or
     "Section / Label" keys (details CSV pages). Alternatives are tried in order per kernel:
-    the first one that kernel's profile holds wins. Evaluated column-wise over all
-    kernels at once, so a 1000-kernel export costs little more than one kernel.
+    the first one that kernel's profile holds wins. Evaluated over all kernels at once as
+    numpy arrays, so a 1000-kernel export costs little more than one kernel.
     """
-    wanted = raw[raw["metric"].isin(referenced_names())]
-    factors = {unit: to_base(1.0, unit)[0] for unit in wanted["unit"].unique()}
-    base = wanted.assign(value=wanted["value"] * wanted["unit"].map(factors).astype(float))
-    kernels = pd.Index(raw["kernel"].unique(), name="kernel")
-    wide = base.pivot_table(index="kernel", columns="metric", values="value", aggfunc="first").reindex(kernels)
-    pieces = []
+    kernels = list(raw)
+    if not kernels:
+        return []
+    names = {name for metrics in raw.values() for name in metrics.keys() & referenced_names()}
+    wide = {}
+    for name in names:
+        column = [raw[k].get(name) for k in kernels]
+        wide[name] = np.array([np.nan if cell is None else to_base(cell[0], cell[1])[0] for cell in column], dtype=float)
+    found_rows: list[tuple[int, str, float, str]] = []
     for metric in vocabulary():
-        found = pd.Series(float("nan"), index=kernels)
+        found = np.full(len(kernels), np.nan)
         for source in [*metric.ncu, *metric.ncu_labels]:
             value = _evaluate(source, wide)
             if value is not None:
-                found = found.fillna(value)
-        found = found.dropna()
-        if not found.empty:
-            pieces.append(pd.DataFrame({"kernel": found.index, "metric": metric.name, "value": found.to_numpy(), "unit": metric.unit}))
-    if not pieces:
-        return pd.DataFrame(columns=["kernel", "metric", "value", "unit"])
-    return pd.concat(pieces, ignore_index=True).sort_values("kernel", kind="stable", ignore_index=True)
+                found = np.where(np.isnan(found), value, found)
+        for index in np.flatnonzero(~np.isnan(found)):
+            found_rows.append((kernels[index], metric.name, float(found[index]), metric.unit))
+    return found_rows
 
 
 def derive(raw: Mapping[str, tuple[float, str]]) -> list[tuple[str, float, str]]:
     """Canonical (name, value, unit) rows for one kernel's raw {name: (value, unit)}."""
-    frame = pd.DataFrame([(0, name, value, unit) for name, (value, unit) in raw.items()], columns=["kernel", "metric", "value", "unit"])
-    return [(row.metric, row.value, row.unit) for row in derive_frame(frame).itertuples()]
+    return [(name, value, unit) for _, name, value, unit in derive_all({0: raw})]
 
 
 def _formula_text(formula: Formula) -> str:

@@ -223,11 +223,3 @@ class Profile:
             for k in self.kernels
         ]
         return pd.DataFrame(rows)
-
-
-def metrics_frame(rows: "list[tuple[int, str, float, str, str]] | pd.DataFrame") -> pd.DataFrame:
-    """The tidy metrics table from (kernel, metric, value, unit, origin) rows or a frame."""
-    frame = rows[METRIC_COLUMNS].reset_index(drop=True) if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows, columns=METRIC_COLUMNS)
-    frame["kernel"] = frame["kernel"].astype("int64")
-    frame["value"] = frame["value"].astype("float64")
-    return frame

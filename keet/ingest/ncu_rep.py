@@ -142,10 +142,13 @@ def _device(values: dict[str, object]) -> Device:
 
 
 def _rule_results(rules: list[dict]) -> list[RuleResult]:
+    """The rules' findings; results with no message and no focus metric (table-only) say nothing."""
     results = []
     for rule in rules:
         message = rule.get("rule_message") or {}
         speedup = rule.get("speedup_estimation") or {}
+        if not message.get("message") and not message.get("title") and not rule.get("focus_metrics"):
+            continue
         results.append(
             RuleResult(
                 rule_id=rule.get("rule_identifier", ""),
