@@ -6,6 +6,8 @@ import lzma
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from keet import ProfileError, load_profile
 from keet.ingest import detect
@@ -135,3 +137,30 @@ def test_magic_only_report(tmp_path):
     bad.write_bytes(b"NVR\x00" + b"\x02\x00\x00\x00\x08\x07" + b"\xff" * 64)
     with pytest.raises(ProfileError):
         load_profile(bad)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flips=st.lists(st.tuples(st.integers(0, 48170), st.integers(0, 255)), min_size=1, max_size=24))
+def test_fuzzed_report_loads_or_fails_cleanly(tmp_path, capfd, flips):
+    """Damaged payloads: a Profile or one ProfileError, never another exception or native noise."""
+    data = bytearray(RTX3070.read_bytes())
+    for position, value in flips:
+        data[position % len(data)] = value
+    path = tmp_path / "fuzzed.ncu-rep"
+    path.write_bytes(bytes(data))
+    try:
+        profile = load_profile(path)
+        for kernel in profile.kernels:
+            kernel.source  # the lazy part must fail cleanly too
+    except ProfileError as exc:
+        assert str(path) in str(exc) and "\n" not in str(exc)
+    assert "Can't parse message" not in capfd.readouterr().err
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(1, 48170))
+def test_any_truncation_is_reported(tmp_path, cut):
+    path = tmp_path / "cut.ncu-rep"
+    path.write_bytes(RTX3070.read_bytes()[:cut])
+    with pytest.raises(ProfileError):
+        load_profile(path)

@@ -6,8 +6,11 @@ import functools
 import multiprocessing
 import os
 import struct
+import sys
+import tempfile
 import weakref
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +45,9 @@ class NcuReportReader:
 
         try:
             _check_framing(path, plain)
-            context = ncu_report.load_report(str(plain))
+            with _native_errors() as errors:
+                context = ncu_report.load_report(str(plain))
+            _raise_on(errors)
         except Exception as exc:  # the module raises plain exceptions for bad files
             if plain != path:
                 os.unlink(plain)
@@ -53,7 +58,48 @@ class NcuReportReader:
             # The native reader keeps reading the file (source counters are lazy):
             # remove the decompressed copy only when the report object goes away.
             weakref.finalize(context, os.unlink, plain)
-        return _profile_from_context(path, plain, context, ncu_report)
+        try:
+            return _profile_from_context(path, plain, context, ncu_report)
+        except ProfileError:
+            raise
+        except Exception as exc:  # a damaged payload surfaces as odd values deep in the native reader
+            raise ProfileError(path, f"report is corrupt ({_first_line(exc)})") from None
+
+
+class CorruptReport(RuntimeError):
+    """The native reader could not parse part of the report (raised in workers, mapped to ProfileError)."""
+
+
+@contextmanager
+def _native_errors():
+    """Capture what the native reader prints on stderr (protobuf parse errors) while it runs.
+
+    Those messages are the only sign of a damaged payload, and must not reach the user's
+    terminal as noise: the caller turns them into one clear error.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    captured: list[str] = []
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            captured.append(sink.read().decode("utf-8", errors="replace"))
+
+
+def _raise_on(errors: list[str]) -> None:
+    parse_errors = [line for line in "".join(errors).splitlines() if "Can't parse message" in line]
+    if parse_errors:
+        raise CorruptReport(parse_errors[0].split("] ", 1)[-1])
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -165,7 +211,17 @@ def _rule_results(rules: list[dict]) -> list[RuleResult]:
     return results
 
 
-def _source_counters(context, range_index: int, action_index: int, ncu_report) -> SourceCounters | None:
+def _source_counters(path: Path, context, range_index: int, action_index: int, ncu_report) -> SourceCounters | None:
+    try:
+        with _native_errors() as errors:
+            counters = _read_source_counters(context, range_index, action_index, ncu_report)
+        _raise_on(errors)
+    except Exception as exc:
+        raise ProfileError(path, f"report is corrupt: its source counters cannot be read ({_first_line(exc)})") from None
+    return counters
+
+
+def _read_source_counters(context, range_index: int, action_index: int, ncu_report) -> SourceCounters | None:
     """Per-PC counters (source/SASS view) of one action, with file:line attribution.
 
     Instanced metrics are keyed by PCs, but also by block size, link, SM, sample...: keep
@@ -293,13 +349,15 @@ def _read_actions(report: str, positions: list[tuple[int, int]]) -> list[_Action
     """
     import ncu_report
 
-    context = ncu_report.load_report(report)
-    kinds = _MetricKinds(ncu_report)
-    records = []
-    for range_index, action_index in positions:
-        action = context.range_by_idx(range_index).action_by_idx(action_index)
-        skip = () if (range_index, action_index) == positions[0] else ("device__attribute_",)
-        records.append(_read_action(action, range_index, action_index, ncu_report, kinds, skip))
+    with _native_errors() as errors:
+        context = ncu_report.load_report(report)
+        kinds = _MetricKinds(ncu_report)
+        records = []
+        for range_index, action_index in positions:
+            action = context.range_by_idx(range_index).action_by_idx(action_index)
+            skip = () if (range_index, action_index) == positions[0] else ("device__attribute_",)
+            records.append(_read_action(action, range_index, action_index, ncu_report, kinds, skip))
+    _raise_on(errors)
     return records
 
 
@@ -359,7 +417,7 @@ def _profile_from_context(path: Path, report: Path, context, ncu_report) -> Prof
         device_id = int(record.raw.get("launch__device_id", (0, ""))[0])
         if device_id not in devices:
             devices[device_id] = _device({**{k: v for k, (v, _) in record.raw.items()}, **record.strings})
-        loader = functools.partial(_source_counters, context, record.range_index, record.action_index, ncu_report)
+        loader = functools.partial(_source_counters, path, context, record.range_index, record.action_index, ncu_report)
         kernels.append(_kernel(kid, record, device_id, loader))
         raw[kid] = record.raw
     return assemble(str(path), "ncu-rep", devices[kernels[0].device_id], kernels, raw, tool="Nsight Compute report", devices=devices)
