@@ -151,7 +151,7 @@ def test_fuzzed_report_loads_or_fails_cleanly(tmp_path, capfd, flips):
     try:
         profile = load_profile(path)
         for kernel in profile.kernels:
-            kernel.source  # the lazy part must fail cleanly too
+            assert kernel.source is None or len(kernel.source.instructions) >= 0  # the lazy part fails cleanly too
     except ProfileError as exc:
         assert str(path) in str(exc) and "\n" not in str(exc)
     assert "Can't parse message" not in capfd.readouterr().err

@@ -7,7 +7,7 @@ whose ``sniff`` recognises the file's content (never its name).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from keet.errors import ProfileError
 from keet.ingest.compressed import read_head
