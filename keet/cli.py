@@ -10,10 +10,10 @@ import sys
 import click
 
 from keet.errors import KeetError
-from keet.format import dims, si
+from keet.explain import explain as explain_profile
+from keet.explain import to_json, to_text
 from keet.ingest import load_profile
 from keet.profile import Profile
-from keet.summary import device_dict, kernel_summary, kernels_by_duration
 
 
 def run_cli(group: click.Group, prog: str) -> None:
@@ -89,45 +89,13 @@ def metrics(profile_path: str, kernel: str | None, pattern: str | None, origin: 
 @cli.command()
 @click.argument("profile_path", metavar="PROFILE", type=click.Path(dir_okay=True))
 @click.option("--kernel", help="Kernel id, exact name, function name or name substring.")
+@click.option("--top", type=click.IntRange(min=1), help="Show at most this many findings per kernel.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
-def explain(profile_path: str, kernel: str | None, fmt: str) -> None:
-    """Explain each kernel of PROFILE, longest first.
-
-    Until the diagnosis rules land this prints each kernel's summary (launch,
-    resources, share of time, speed-of-light and occupancy); "diagnosis" is empty.
-    """
+def explain(profile_path: str, kernel: str | None, top: int | None, fmt: str) -> None:
+    """Explain what bounds each kernel of PROFILE, longest first, with evidence and fixes."""
     profile = load_profile(profile_path)
-    kernels = kernels_by_duration(profile, _selected(profile, kernel))
-    summaries = [kernel_summary(profile, k) for k in kernels]
-    if fmt == "json":
-        document = {
-            "source": profile.source,
-            "format": profile.format,
-            "device": device_dict(profile),
-            "kernels": [{**s, "diagnosis": []} for s in summaries],
-        }
-        click.echo(json.dumps(document, indent=1))
-        return
-    markdown = fmt == "markdown"
-    device = profile.device
-    head = f"{device.name} ({device.arch or 'unknown arch'}, {device.sm_count or '?'} SMs)"
-    click.echo(f"# {profile.source}\n\n{head}, {len(profile.kernels)} kernel(s)\n" if markdown else f"{profile.source}: {head}, {len(profile.kernels)} kernel(s)")
-    for summary in summaries:
-        click.echo(_render_summary(summary, markdown))
-
-
-def _render_summary(summary: dict, markdown: bool) -> str:
-    share = f"{summary['share'] * 100:.1f}% of time" if summary["share"] is not None else "share unknown"
-    title = f"[{summary['id']}] {summary['name']}"
-    lines = [f"\n## {title}\n" if markdown else f"\n{title}"]
-    bullet = "- " if markdown else "  "
-    lines.append(f"{bullet}duration {si(summary['duration_ns'], 'ns')} ({share}), grid {dims(summary['grid'])} x block {dims(summary['block'])}")
-    lines.append(f"{bullet}{summary['registers_per_thread'] if summary['registers_per_thread'] is not None else '?'} registers/thread, "
-                 f"{summary['shared_bytes_per_block'] if summary['shared_bytes_per_block'] is not None else '?'} bytes shared memory/block")
-    for metric, entry in summary["metrics"].items():
-        unit = "%" if metric.endswith("_pct") else ("Hz" if metric == "sm_clock" else "")
-        lines.append(f"{bullet}{entry['label']}: {si(entry['value'], unit)}")
-    return "\n".join(lines)
+    document = explain_profile(profile, _selected(profile, kernel), top)
+    click.echo(to_json(document) if fmt == "json" else to_text(document, markdown=fmt == "markdown"), nl=fmt == "json")
 
 
 def main() -> None:

@@ -14,8 +14,11 @@ from typing import Any
 from keet.profile import Kernel, Profile
 from keet.rules import RULES, Finding, KernelView
 
-# Below this share of its symptom's impact a cause is too small to outrank the symptom.
-CAUSE_SHARE = 0.3
+# A cause outranks its symptom when fixing it would remove at least this share of the
+# symptom's load (e.g. excess sectors that are half of the saturated L2's traffic).
+CAUSE_SHARE = 0.5
+# Findings with less than this fraction of runtime at stake are not worth a reader's time.
+MIN_IMPACT = 0.02
 
 
 @dataclass
@@ -66,7 +69,7 @@ def diagnose_kernel(profile: Profile, kernel: Kernel) -> Diagnosis:
             not_assessed.append(NotAssessed(rule.category, rule.id, absent, rule.collect))
             continue
         finding = rule.apply(view)
-        if finding is not None:
+        if finding is not None and finding.impact >= MIN_IMPACT:
             findings.append(finding)
     return Diagnosis(kernel, rank(findings), not_assessed)
 

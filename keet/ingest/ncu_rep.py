@@ -57,13 +57,20 @@ class NcuReportReader:
         if plain != path:
             # The native reader keeps reading the file (source counters are lazy):
             # remove the decompressed copy only when the report object goes away.
-            weakref.finalize(context, os.unlink, plain)
+            weakref.finalize(context, _remove_in_owner, plain, os.getpid())
         try:
             return _profile_from_context(path, plain, context, ncu_report)
         except ProfileError:
             raise
         except Exception as exc:  # a damaged payload surfaces as odd values deep in the native reader
             raise ProfileError(path, f"report is corrupt ({_first_line(exc)})") from None
+
+
+def _remove_in_owner(path: Path, owner: int) -> None:
+    """Remove a temporary copy, but only in the process that made it: forked workers hold
+    copies of the report object, and collecting those must not delete the parent's file."""
+    if os.getpid() == owner:
+        path.unlink(missing_ok=True)
 
 
 class CorruptReport(RuntimeError):
