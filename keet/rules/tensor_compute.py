@@ -1,0 +1,73 @@
+"""Tensor compute: the tensor-core pipe (HMMA, IMMA, DMMA, GMMA) runs near its peak."""
+
+from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
+
+# Above this share of peak over active cycles the tensor pipe is the SM's busiest unit: the
+# kernel sits within 1.7x of its matrix-instruction roofline, with operand delivery keeping up.
+BOUND_PCT = 60.0
+# At and above this the pipe is saturated for the instruction shape used.
+SATURATED_PCT = 80.0
+# Below this share of elapsed cycles with the SMs active, idle SMs cost runtime the pipe does not explain.
+ACTIVE_NOTE = 0.9
+
+
+@rule(
+    "tensor-compute",
+    "tensor_compute",
+    "Tensor-core pipe near its peak: time is matrix instructions over the tensor-core throughput",
+    needs=("pipe.tensor_pct",),
+    collect="--section ComputeWorkloadAnalysis --section SpeedOfLight",
+)
+def apply(k: KernelView) -> Finding | None:
+    tensor = k.metric("pipe.tensor_pct")
+    if tensor < BOUND_PCT:
+        return None
+    evidence = [k.evidence("pipe.tensor_pct", BOUND_PCT, ">=")]
+
+    # The pipe percentage is over active cycles; scale it to elapsed cycles (idle SMs are not tensor time).
+    active = 1.0
+    idle_note = ""
+    if k.has("sm_active_cycles", "cycles_elapsed") and k.metric("cycles_elapsed") > 0:
+        active = clamp(k.metric("sm_active_cycles") / k.metric("cycles_elapsed"))
+        evidence += [k.evidence("sm_active_cycles"), k.evidence("cycles_elapsed")]
+        if active < ACTIVE_NOTE:
+            idle_note = (
+                f" The SMs were active for only {num(k.metric('sm_active_cycles'))} of {num(k.metric('cycles_elapsed'))} "
+                "elapsed cycles, so the tensor pipe bounds only that part of the runtime."
+            )
+    detail = ""
+    if k.has("inst.tensor"):
+        evidence.append(k.evidence("inst.tensor"))
+        detail += f" It executes {num(k.metric('inst.tensor'))} warp-level matrix instructions."
+    if k.has("issue.active_pct"):
+        evidence.append(k.evidence("issue.active_pct"))
+        detail += (
+            f" The schedulers issue in only {pct(k.metric('issue.active_pct'))} of the cycles: each matrix instruction "
+            "keeps the tensor pipe busy for many cycles, so nothing else is in the way."
+        )
+    if k.has("stall.math_pipe_throttle", "issue.cycles_per_issue"):
+        evidence += [k.evidence("stall.math_pipe_throttle"), k.evidence("issue.cycles_per_issue")]
+        detail += (
+            f" Warps wait {num(k.metric('stall.math_pipe_throttle'))} of their {num(k.metric('issue.cycles_per_issue'))} "
+            "cycles between issues for the busy pipe."
+        )
+
+    # impact = tensor pipe utilisation (share of peak over active cycles) x SM active cycles / elapsed cycles
+    return Finding(
+        category="tensor_compute",
+        rule="tensor-compute",
+        impact=clamp(tensor / 100 * active),
+        confidence=0.9 if tensor >= SATURATED_PCT else 0.7,
+        evidence=evidence,
+        explanation=(
+            f"The tensor-core pipe is busy {pct(tensor)} of the active cycles (bound at {pct(BOUND_PCT)} and above): "
+            f"operands arrive fast enough and the kernel's time is its matrix-multiply-accumulate work over the tensor "
+            f"cores' throughput for the instruction shape and precision it uses.{detail}{idle_note}"
+        ),
+        suggestions=[
+            "On Hopper, move from warp-level mma.sync/WMMA to warpgroup wgmma (CUTLASS 3 or cuBLAS) fed by TMA: the synchronous per-warp instructions top out well below the H100/H200 dense peak that wgmma reaches.",
+            "Use a cheaper precision where accuracy allows: FP8 (e4m3/e5m2) doubles the dense rate of FP16/BF16 on Hopper, and FP16 accumulation doubles it again on the mma.sync path.",
+            "Exploit structure: 2:4 structured sparsity doubles the effective rate; skip or batch tiles that are known zero or padding.",
+            f"At {tensor:.0f}% of peak the pipe is {'saturated: the remaining gains are in instruction choice and precision, not scheduling.' if tensor >= SATURATED_PCT else 'not yet saturated: deeper pipelining of operand loads (more stages, TMA) can still raise it.'}",
+        ],
+    )
