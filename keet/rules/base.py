@@ -160,6 +160,28 @@ def rule(id: str, category: str, description: str, needs: tuple[str, ...] = (), 
     return register
 
 
+# Below this share of elapsed cycles with the SMs active, idle SMs cost runtime a pipe finding does not explain.
+ACTIVE_NOTE = 0.9
+
+
+def active_share(k: KernelView, evidence: list[Evidence], unit: str) -> tuple[float, str]:
+    """Share of the elapsed cycles the SMs were active, and a sentence when idle SMs matter.
+
+    Pipe utilisations are over active cycles; multiplied by this share they become a share
+    of the kernel's runtime (a tail or idle SMs are not that pipe's time).
+    """
+    if not (k.has("sm_active_cycles", "cycles_elapsed") and k.metric("cycles_elapsed") > 0):
+        return 1.0, ""
+    active = clamp(k.metric("sm_active_cycles") / k.metric("cycles_elapsed"))
+    evidence += [k.evidence("sm_active_cycles"), k.evidence("cycles_elapsed")]
+    if active >= ACTIVE_NOTE:
+        return active, ""
+    return active, (
+        f" The SMs were active for only {num(k.metric('sm_active_cycles'))} of {num(k.metric('cycles_elapsed'))} "
+        f"elapsed cycles, so the {unit} bounds only that part of the runtime; the idle remainder has another cause."
+    )
+
+
 def clamp(value: float, low: float = 0.0, high: float = 1.0) -> float:
     return max(low, min(high, value))
 

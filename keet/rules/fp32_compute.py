@@ -1,6 +1,6 @@
 """FP32 compute: the FMA pipe (FFMA, FADD, FMUL) runs near its peak, so arithmetic sets the pace."""
 
-from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import active_share, Finding, KernelView, clamp, pct, rule
 
 # Above this share of peak over active cycles the FMA pipe is the SM's busiest unit in any
 # realistic mix: the kernel sits within 1.7x of its FP32 roofline and only fewer or cheaper
@@ -32,18 +32,7 @@ def apply(k: KernelView) -> Finding | None:
     if flops is not None:
         evidence.append(k.evidence("flop.fp32"))
 
-    # The pipe percentage is over active cycles; the share of elapsed cycles the SMs were active
-    # turns it into a share of the kernel's runtime (a tail or idle SMs are not FP32 time).
-    active = 1.0
-    idle_note = ""
-    if k.has("sm_active_cycles", "cycles_elapsed") and k.metric("cycles_elapsed") > 0:
-        active = clamp(k.metric("sm_active_cycles") / k.metric("cycles_elapsed"))
-        evidence += [k.evidence("sm_active_cycles"), k.evidence("cycles_elapsed")]
-        if active < ACTIVE_NOTE:
-            idle_note = (
-                f" The SMs were active for only {num(k.metric('sm_active_cycles'))} of {num(k.metric('cycles_elapsed'))} "
-                "elapsed cycles, so the FP32 pipe bounds only that part of the runtime; the idle remainder has another cause."
-            )
+    active, idle_note = active_share(k, evidence, "FP32 pipe")
 
     # Confidence: saturated, or at least the busiest SM pipe and busier than the memory system.
     others = [name for name in ("pipe.alu_pct", "pipe.fp64_pct", "pipe.xu_pct", "pipe.tensor_pct", "pipe.lsu_pct") if k.has(name)]

@@ -1,6 +1,6 @@
 """FP64 compute: the double-precision pipe (DFMA, DADD, DMUL) runs near its peak."""
 
-from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import active_share, Finding, KernelView, clamp, num, pct, rule
 
 # Above this share of peak over active cycles the FP64 pipe is the SM's busiest unit: the kernel
 # sits within 1.7x of its FP64 roofline, and only fewer or cheaper operations can buy much more.
@@ -8,8 +8,6 @@ BOUND_PCT = 60.0
 # At and above this the pipe is saturated (dependent DFMA chains keep sustained issue a few points
 # short of 100%), so better overlap has almost nothing left to gain.
 SATURATED_PCT = 80.0
-# Below this share of elapsed cycles with the SMs active, idle SMs cost runtime the pipe does not explain.
-ACTIVE_NOTE = 0.9
 
 
 @rule(
@@ -29,17 +27,7 @@ def apply(k: KernelView) -> Finding | None:
         evidence.append(k.evidence("flop.fp64"))
         work = f" It executes {k.metric('flop.fp64') / 1e9:.3g} GFLOP of double-precision work."
 
-    # The pipe percentage is over active cycles; scale it to elapsed cycles (idle SMs are not FP64 time).
-    active = 1.0
-    idle_note = ""
-    if k.has("sm_active_cycles", "cycles_elapsed") and k.metric("cycles_elapsed") > 0:
-        active = clamp(k.metric("sm_active_cycles") / k.metric("cycles_elapsed"))
-        evidence += [k.evidence("sm_active_cycles"), k.evidence("cycles_elapsed")]
-        if active < ACTIVE_NOTE:
-            idle_note = (
-                f" The SMs were active for only {num(k.metric('sm_active_cycles'))} of {num(k.metric('cycles_elapsed'))} "
-                "elapsed cycles, so the FP64 pipe bounds only that part of the runtime."
-            )
+    active, idle_note = active_share(k, evidence, "FP64 pipe")
     throttle = ""
     if k.has("stall.math_pipe_throttle", "issue.cycles_per_issue"):
         evidence += [k.evidence("stall.math_pipe_throttle"), k.evidence("issue.cycles_per_issue")]

@@ -1,14 +1,12 @@
 """Integer compute: the ALU pipe (integer add, logic, shifts, compares) runs near its peak."""
 
-from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import active_share, Finding, KernelView, clamp, num, pct, rule
 
 # Above this share of peak over active cycles the ALU pipe (half the FMA pipe's lanes) is the
 # SM's busiest unit: the kernel sits within 1.7x of its integer-instruction roofline.
 BOUND_PCT = 60.0
 # At and above this the pipe is saturated: only fewer or rebalanced instructions help.
 SATURATED_PCT = 80.0
-# Below this share of elapsed cycles with the SMs active, idle SMs cost runtime the pipe does not explain.
-ACTIVE_NOTE = 0.9
 
 
 @rule(
@@ -41,17 +39,7 @@ def apply(k: KernelView) -> Finding | None:
             f"{pct(alu)} of the active cycles"
         )
 
-    # The pipe percentage is over active cycles; scale it to elapsed cycles (idle SMs are not integer time).
-    active = 1.0
-    idle_note = ""
-    if k.has("sm_active_cycles", "cycles_elapsed") and k.metric("cycles_elapsed") > 0:
-        active = clamp(k.metric("sm_active_cycles") / k.metric("cycles_elapsed"))
-        evidence += [k.evidence("sm_active_cycles"), k.evidence("cycles_elapsed")]
-        if active < ACTIVE_NOTE:
-            idle_note = (
-                f" The SMs were active for only {num(k.metric('sm_active_cycles'))} of {num(k.metric('cycles_elapsed'))} "
-                "elapsed cycles, so the integer pipe bounds only that part of the runtime."
-            )
+    active, idle_note = active_share(k, evidence, "integer pipe")
     balance = ""
     if not integer_fma and fma is not None:
         evidence.append(k.evidence("pipe.fma_pct"))

@@ -1,14 +1,12 @@
 """SFU compute: the XU pipe (MUFU transcendentals, conversions) runs near its peak."""
 
-from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import active_share, Finding, KernelView, clamp, num, pct, rule
 
 # Above this share of peak over active cycles the XU pipe, at 1/8 of the FP32 lane count, is the
 # SM's busiest unit: the kernel sits within 1.7x of its special-function throughput.
 BOUND_PCT = 60.0
 # At and above this the pipe is saturated: only fewer XU instructions help.
 SATURATED_PCT = 80.0
-# Below this share of elapsed cycles with the SMs active, idle SMs cost runtime the pipe does not explain.
-ACTIVE_NOTE = 0.9
 
 
 @rule(
@@ -24,17 +22,7 @@ def apply(k: KernelView) -> Finding | None:
         return None
     evidence = [k.evidence("pipe.xu_pct", BOUND_PCT, ">=")]
 
-    # The pipe percentage is over active cycles; scale it to elapsed cycles (idle SMs are not SFU time).
-    active = 1.0
-    idle_note = ""
-    if k.has("sm_active_cycles", "cycles_elapsed") and k.metric("cycles_elapsed") > 0:
-        active = clamp(k.metric("sm_active_cycles") / k.metric("cycles_elapsed"))
-        evidence += [k.evidence("sm_active_cycles"), k.evidence("cycles_elapsed")]
-        if active < ACTIVE_NOTE:
-            idle_note = (
-                f" The SMs were active for only {num(k.metric('sm_active_cycles'))} of {num(k.metric('cycles_elapsed'))} "
-                "elapsed cycles, so the XU pipe bounds only that part of the runtime."
-            )
+    active, idle_note = active_share(k, evidence, "XU pipe")
     issue = ""
     if k.has("issue.active_pct"):
         evidence.append(k.evidence("issue.active_pct"))

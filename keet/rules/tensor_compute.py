@@ -1,14 +1,12 @@
 """Tensor compute: the tensor-core pipe (HMMA, IMMA, DMMA, GMMA) runs near its peak."""
 
-from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import active_share, Finding, KernelView, clamp, num, pct, rule
 
 # Above this share of peak over active cycles the tensor pipe is the SM's busiest unit: the
 # kernel sits within 1.7x of its matrix-instruction roofline, with operand delivery keeping up.
 BOUND_PCT = 60.0
 # At and above this the pipe is saturated for the instruction shape used.
 SATURATED_PCT = 80.0
-# Below this share of elapsed cycles with the SMs active, idle SMs cost runtime the pipe does not explain.
-ACTIVE_NOTE = 0.9
 
 
 @rule(
@@ -24,17 +22,7 @@ def apply(k: KernelView) -> Finding | None:
         return None
     evidence = [k.evidence("pipe.tensor_pct", BOUND_PCT, ">=")]
 
-    # The pipe percentage is over active cycles; scale it to elapsed cycles (idle SMs are not tensor time).
-    active = 1.0
-    idle_note = ""
-    if k.has("sm_active_cycles", "cycles_elapsed") and k.metric("cycles_elapsed") > 0:
-        active = clamp(k.metric("sm_active_cycles") / k.metric("cycles_elapsed"))
-        evidence += [k.evidence("sm_active_cycles"), k.evidence("cycles_elapsed")]
-        if active < ACTIVE_NOTE:
-            idle_note = (
-                f" The SMs were active for only {num(k.metric('sm_active_cycles'))} of {num(k.metric('cycles_elapsed'))} "
-                "elapsed cycles, so the tensor pipe bounds only that part of the runtime."
-            )
+    active, idle_note = active_share(k, evidence, "tensor pipe")
     detail = ""
     if k.has("inst.tensor"):
         evidence.append(k.evidence("inst.tensor"))
