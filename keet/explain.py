@@ -6,7 +6,7 @@ import json
 import textwrap
 from typing import Any
 
-from keet.diagnosis import Diagnosis, diagnose
+from keet.diagnosis import diagnose
 from keet.format import dims, si
 from keet.profile import Kernel, Profile
 from keet.summary import device_dict, kernel_summary, kernels_by_duration
