@@ -189,7 +189,8 @@ class Profile:
     def _index(self) -> dict[tuple[int, str], dict[str, tuple[float, str]]]:
         if self._by_kernel is None:
             index: dict[tuple[int, str], dict[str, tuple[float, str]]] = {}
-            for kid, metric, value, unit, origin in self.metrics[METRIC_COLUMNS].itertuples(index=False):
+            columns = (self.metrics[c].tolist() for c in METRIC_COLUMNS)
+            for kid, metric, value, unit, origin in zip(*columns):
                 index.setdefault((kid, origin), {})[metric] = (value, unit)
             self._by_kernel = index
         return self._by_kernel

@@ -218,23 +218,23 @@ def _rule_results(rules: list[dict]) -> list[RuleResult]:
     return results
 
 
-def _source_counters(path: Path, context, range_index: int, action_index: int, ncu_report) -> SourceCounters | None:
+def _source_counters(path: Path, context, record: "_ActionRecord", ncu_report) -> SourceCounters | None:
     try:
         with _native_errors() as errors:
-            counters = _read_source_counters(context, range_index, action_index, ncu_report)
+            counters = _read_source_counters(context, record, ncu_report)
         _raise_on(errors)
     except Exception as exc:
         raise ProfileError(path, f"report is corrupt: its source counters cannot be read ({_first_line(exc)})") from None
     return counters
 
 
-def _read_source_counters(context, range_index: int, action_index: int, ncu_report) -> SourceCounters | None:
+def _read_source_counters(context, record: "_ActionRecord", ncu_report) -> SourceCounters | None:
     """Per-PC counters (source/SASS view) of one action, with file:line attribution.
 
     Instanced metrics are keyed by PCs, but also by block size, link, SM, sample...: keep
     those whose keys all fall inside the kernel's code (launch__function_pcs gives its start).
     """
-    action = context.range_by_idx(range_index).action_by_idx(action_index)
+    action = context.range_by_idx(record.range_index).action_by_idx(record.action_index)
     function_pcs = action.metric_by_name("launch__function_pcs")
     if function_pcs is None or function_pcs.num_instances() == 0:
         return None
@@ -424,7 +424,7 @@ def _profile_from_context(path: Path, report: Path, context, ncu_report) -> Prof
         device_id = int(record.raw.get("launch__device_id", (0, ""))[0])
         if device_id not in devices:
             devices[device_id] = _device({**{k: v for k, (v, _) in record.raw.items()}, **record.strings})
-        loader = functools.partial(_source_counters, path, context, record.range_index, record.action_index, ncu_report)
+        loader = functools.partial(_source_counters, path, context, record, ncu_report)
         kernels.append(_kernel(kid, record, device_id, loader))
         raw[kid] = record.raw
     return assemble(str(path), "ncu-rep", devices[kernels[0].device_id], kernels, raw, tool="Nsight Compute report", devices=devices)

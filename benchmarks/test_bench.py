@@ -61,3 +61,14 @@ def test_source_counters_of_20_kernels(benchmark, zoo20):
 def test_load_100k_row_details_csv(benchmark, details_100k):
     profile = benchmark.pedantic(load_profile, args=(details_100k,), rounds=5, iterations=1)
     assert len(profile.kernels) > 1000
+
+
+def test_explain_20_kernel_full_set_report(benchmark, zoo20):
+    """keet explain end to end (load, diagnose, render), target < 2 s."""
+    from keet.explain import explain, to_text
+
+    def explain_report():
+        return to_text(explain(load_profile(zoo20)))
+
+    text = benchmark.pedantic(explain_report, rounds=5, iterations=1)
+    assert text.count("\n[") == 20
