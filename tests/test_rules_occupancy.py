@@ -1,7 +1,7 @@
 """The occupancy, grid, launch, spill and latency rules on the real zoo captures (profiles/).
 
-Each rule must rank its zoo kernel first (the tail effect at least second, see
-test_tail_effect_fires) and must stay silent where its problem is absent, in particular on
+Each rule must rank its zoo kernel first (see the accuracy harness, keet/accuracy.py,
+and test_tail_effect_fires) and must stay silent where its problem is absent, in particular on
 kernels whose occupancy is low but which are not latency-bound (sgemm_tiled, gemm_wmma).
 """
 
