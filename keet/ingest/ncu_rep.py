@@ -26,6 +26,11 @@ MAGIC = b"NVR\x00"
 _BLOCK_PAYLOAD_SIZE = 5  # field number of PayloadSize in the report's BlockHeader message
 _RULE_KINDS = {0: "none", 1: "ok", 2: "warning", 3: "optimization", 4: "error"}
 _SPEEDUP_TYPES = {0: None, 1: "local", 2: "global"}
+# Per-opcode instruction counts kept as kernel attributes (the kernel's instruction mix).
+_OPCODE_TABLES = {
+    "inst_executed_per_opcode": "sass__inst_executed_per_opcode",  # warp-level
+    "thread_inst_executed_per_opcode": "sass__thread_inst_executed_true_per_opcode",  # thread-level, predicated on
+}
 _MAX_WORKERS = 4
 _ACTIONS_PER_WORKER = 4  # below this many actions per worker a process costs more than it saves
 _MAX_FUNCTION_BYTES = 1 << 26  # PCs of per-instruction counters lie within this of the function start
@@ -290,7 +295,7 @@ class _ActionRecord:
     raw: dict[str, tuple[float, str]]
     strings: dict[str, str]
     rules: list[dict]
-    opcodes: dict[str, float] | None
+    opcodes: dict[str, dict[str, float]]  # per-opcode tables (instruction mix)
 
 
 class _MetricKinds:
@@ -334,7 +339,11 @@ def _read_action(action, range_index: int, action_index: int, ncu_report, kinds:
             strings[name] = value
         elif value is not None:
             raw[name] = (float(value), unit)
-    opcodes = action.metric_by_name("sass__inst_executed_per_opcode")
+    opcodes = {}
+    for table, metric_name in _OPCODE_TABLES.items():
+        metric = action.metric_by_name(metric_name)
+        if metric is not None and metric.num_instances() > 0:
+            opcodes[table] = _opcode_table(metric)
     return _ActionRecord(
         range_index=range_index,
         action_index=action_index,
@@ -344,7 +353,7 @@ def _read_action(action, range_index: int, action_index: int, ncu_report, kinds:
         raw=raw,
         strings=strings,
         rules=list(action.rule_results_as_dicts()),
-        opcodes=_opcode_table(opcodes) if opcodes is not None and opcodes.num_instances() > 0 else None,
+        opcodes=opcodes,
     )
 
 
@@ -393,8 +402,7 @@ def _kernel(kid: int, record: _ActionRecord, device_id: int, source_loader) -> K
         return tuple(int(raw[f"launch__{prefix}_dim_{axis}"][0]) if f"launch__{prefix}_dim_{axis}" in raw else 1 for axis in "xyz")
 
     attributes: dict[str, object] = {k: v for k, v in record.strings.items() if not k.startswith("device__attribute_")}
-    if record.opcodes is not None:
-        attributes["inst_executed_per_opcode"] = record.opcodes
+    attributes.update(record.opcodes)
     attributes["ncu_range"] = record.range_index
     attributes["ncu_action"] = record.action_index
     return Kernel(

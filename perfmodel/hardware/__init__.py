@@ -1,0 +1,72 @@
+"""The hardware database: one TOML file per GPU id, every value with its provenance.
+
+    from perfmodel.hardware import gpu, gpu_ids
+    h100 = gpu("h100")
+    h100.value("dram_bandwidth_bytes_per_s")     # 3.35e12
+    h100.params["sm_count"].ref                  # where the number came from
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from keet.errors import KeetError
+
+SOURCES = ("vendor", "microbenchmark", "publication", "derived")
+
+
+class UnknownGPU(KeetError):
+    def __init__(self, gpu_id: str) -> None:
+        super().__init__(f"unknown GPU id {gpu_id!r} (known: {', '.join(gpu_ids())})")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    value: float
+    unit: str
+    source: str
+    ref: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class GPU:
+    id: str
+    name: str
+    vendor: str
+    arch: str
+    compute_capability: str | None
+    params: dict[str, Param]
+
+    def value(self, name: str, default: float | None = None) -> float | None:
+        param = self.params.get(name)
+        return default if param is None else param.value
+
+    def require(self, name: str) -> float:
+        param = self.params.get(name)
+        if param is None:
+            raise KeetError(f"the hardware file of {self.id} has no {name}")
+        return param.value
+
+
+def gpu_ids() -> list[str]:
+    return sorted(p.name.removesuffix(".toml") for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
+
+
+@lru_cache(maxsize=None)
+def gpu(gpu_id: str) -> GPU:
+    """The hardware description of a GPU id (h100, h200, b200, a100, mi300a, mi300x, mi250x)."""
+    key = gpu_id.lower()
+    if key not in gpu_ids():
+        raise UnknownGPU(gpu_id)
+    data = tomllib.loads(resources.files(__name__).joinpath(f"{key}.toml").read_text())
+    head = data["gpu"]
+    params = {
+        name: Param(name, float(entry["value"]), entry.get("unit", ""), entry["source"], entry["ref"], entry.get("note", ""))
+        for name, entry in data.get("params", {}).items()
+    }
+    return GPU(head["id"], head["name"], head["vendor"], head["arch"], head.get("compute_capability"), params)

@@ -1,0 +1,97 @@
+"""Occupancy calculators: resident blocks and warps per SM (NVIDIA) or per CU (AMD CDNA).
+
+Both return an :class:`Occupancy` with the block limit of each resource, the binding one,
+and the theoretical occupancy, from the launch (threads per block, registers, shared/LDS
+memory) and the GPU's hardware file. The NVIDIA calculator follows the CUDA Occupancy
+Calculator's rules (register file split between the SM's sub-partitions, registers
+allocated per warp in units of `register_alloc_unit_per_warp`, shared memory allocated in
+`shared_alloc_unit_bytes` plus `shared_reserved_per_block_bytes` per block) and is tested
+against Nsight Compute's launch__occupancy_limit_* values of our zoo reports.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from perfmodel.hardware import GPU
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    limits: dict[str, int]  # blocks per SM (CU) allowed by each resource
+    blocks_per_sm: int
+    warps_per_block: int
+    max_warps_per_sm: int
+
+    @property
+    def limiter(self) -> str:
+        """The binding resource (ties: the first of warps, registers, shared, blocks)."""
+        order = ("warps", "registers", "shared", "blocks", "sgprs")
+        return min((name for name in order if name in self.limits), key=lambda name: (self.limits[name], order.index(name)))
+
+    @property
+    def warps_per_sm(self) -> int:
+        return self.blocks_per_sm * self.warps_per_block
+
+    @property
+    def theoretical(self) -> float:
+        """Resident warps over warp slots, 0..1."""
+        return self.warps_per_sm / self.max_warps_per_sm
+
+
+def _round_up(value: float, unit: float) -> float:
+    return math.ceil(value / unit) * unit
+
+
+def nvidia(gpu: GPU, threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
+           shared_carveout_bytes: int | None = None) -> Occupancy:
+    """Blocks per SM on an NVIDIA GPU; ``shared_carveout_bytes`` defaults to the largest carve-out."""
+    warp = int(gpu.require("warp_size"))
+    max_warps = int(gpu.require("max_warps_per_sm"))
+    warps_per_block = math.ceil(threads_per_block / warp)
+    limits = {"warps": max_warps // warps_per_block, "blocks": int(gpu.require("max_blocks_per_sm"))}
+
+    schedulers = int(gpu.value("schedulers_per_sm", 4))
+    unit = gpu.require("register_alloc_unit_per_warp")
+    if registers_per_thread > gpu.require("max_registers_per_thread"):
+        limits["registers"] = 0
+    elif registers_per_thread > 0:
+        per_warp = _round_up(registers_per_thread * warp, unit)
+        # Each sub-partition (scheduler) owns an equal slice of the register file.
+        warps_per_scheduler = int((gpu.require("registers_per_sm") / schedulers) // per_warp)
+        limits["registers"] = (warps_per_scheduler * schedulers) // warps_per_block
+
+    carveout = shared_carveout_bytes if shared_carveout_bytes is not None else gpu.require("shared_per_sm_bytes")
+    per_block = _round_up(shared_bytes_per_block + gpu.value("shared_reserved_per_block_bytes", 0), gpu.value("shared_alloc_unit_bytes", 128))
+    if per_block > 0:
+        limits["shared"] = int(carveout // per_block)
+    blocks = max(0, min(limits.values()))
+    return Occupancy(limits, blocks, warps_per_block, max_warps)
+
+
+def amd_cdna(gpu: GPU, threads_per_block: int, vgprs_per_thread: int, lds_bytes_per_block: int,
+             sgprs_per_wave: int = 0, agprs_per_thread: int = 0) -> Occupancy:
+    """Workgroups per CU on CDNA2/CDNA3: wave slots, the unified VGPR+AGPR file, SGPRs, LDS."""
+    wave = int(gpu.require("warp_size"))
+    simds = int(gpu.require("schedulers_per_sm"))
+    max_waves = int(gpu.require("max_warps_per_sm"))
+    waves_per_block = math.ceil(threads_per_block / wave)
+    # Waves of a workgroup are spread over the SIMDs; a CU holds max_waves in total.
+    limits = {"warps": max_waves // waves_per_block, "blocks": int(gpu.require("max_blocks_per_sm"))}
+
+    granule = gpu.value("register_alloc_unit_per_warp", 8)
+    registers = _round_up(vgprs_per_thread, granule) + _round_up(agprs_per_thread, granule)
+    if registers > gpu.require("max_vgprs_per_wave"):
+        limits["registers"] = 0
+    elif registers > 0:
+        waves_per_simd = min(max_waves // simds, int(gpu.require("vgprs_per_simd") // registers))
+        limits["registers"] = (waves_per_simd * simds) // waves_per_block
+    if sgprs_per_wave > 0 and gpu.value("sgprs_per_simd"):
+        waves_per_simd = min(max_waves // simds, int(gpu.require("sgprs_per_simd") // _round_up(sgprs_per_wave, 16)))
+        limits["sgprs"] = (waves_per_simd * simds) // waves_per_block
+    if lds_bytes_per_block > 0:
+        per_block = _round_up(lds_bytes_per_block, gpu.value("shared_alloc_unit_bytes", 512))
+        limits["shared"] = int(gpu.require("shared_per_sm_bytes") // per_block)
+    blocks = max(0, min(limits.values()))
+    return Occupancy(limits, blocks, waves_per_block, max_waves)
