@@ -1,16 +1,91 @@
-"""`perfmodel` command line. Commands arrive with the hardware database and the model."""
+"""`perfmodel` command line: thin over perfmodel.hardware, perfmodel.model and perfmodel.validate."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import click
 
 from keet.cli import run_cli
+from keet.errors import KeetError
+from keet.format import si
+from keet.ingest import load_profile
+from perfmodel.features import features
+from perfmodel.hardware import gpu, gpu_ids
+from perfmodel.model import predict as predict_kernel
+
+MANIFEST = Path(__file__).resolve().parents[1] / "profiles" / "manifest.json"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="keet")
 def cli() -> None:
-    """Predict GPU kernel time from a profile or from source (hardware database + analytical model)."""
+    """Predict GPU kernel time from a profile (hardware database + analytical model)."""
+
+
+@cli.command()
+@click.option("--show", "show", metavar="GPU", help="Print every parameter of one GPU with its unit and provenance.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def gpus(show: str | None, fmt: str) -> None:
+    """List the GPUs of the hardware database, or show one."""
+    if show is None:
+        listing = [{"id": g.id, "name": g.name, "vendor": g.vendor, "arch": g.arch} for g in map(gpu, gpu_ids())]
+        if fmt == "json":
+            click.echo(json.dumps(listing, indent=1))
+        else:
+            click.echo("\n".join(f"{e['id']:8} {e['arch']:8} {e['name']}" for e in listing))
+        return
+    hardware = gpu(show)
+    params = [{"name": p.name, "value": p.value, "unit": p.unit, "source": p.source, "ref": p.ref, "note": p.note} for p in hardware.params.values()]
+    if fmt == "json":
+        click.echo(json.dumps({"id": hardware.id, "name": hardware.name, "vendor": hardware.vendor, "arch": hardware.arch, "params": params}, indent=1))
+        return
+    click.echo(f"{hardware.id}: {hardware.name} ({hardware.arch})")
+    for p in params:
+        click.echo(f"  {p['name']:36} {p['value']:>16,.6g} {p['unit']:14} {p['source']:14} {p['ref']}")
+
+
+@cli.command()
+@click.argument("profile_path", metavar="PROFILE", type=click.Path(dir_okay=True))
+@click.option("--gpu", "gpu_id", required=True, help="Target GPU id (see `perfmodel gpus`).")
+@click.option("--kernel", help="Kernel id, exact name, function name or name substring.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def predict(profile_path: str, gpu_id: str, kernel: str | None, fmt: str) -> None:
+    """Predict each kernel's time on GPU from the work counts in PROFILE."""
+    hardware = gpu(gpu_id)
+    profile = load_profile(profile_path)
+    kernels = profile.select(kernel)
+    if not kernels:
+        raise KeetError(f"{profile.source}: no kernel matches {kernel!r}")
+    predictions = []
+    for k in kernels:
+        tensor = {op: n for op, n in k.attributes.get("inst_executed_per_opcode", {}).items() if op.split(".")[0] in ("HMMA", "HGMMA", "IMMA", "DMMA")}
+        try:
+            predictions.append(predict_kernel(hardware, features(profile, k), tensor))
+        except ValueError as exc:
+            raise KeetError(f"{profile.source}: {exc}") from None
+    if fmt == "json":
+        click.echo(json.dumps({"gpu": hardware.id, "kernels": [p.as_dict() for p in predictions]}, indent=1))
+        return
+    click.echo(f"{profile.source} -> {hardware.name}")
+    for p in predictions:
+        parts = ", ".join(f"{name} {si(ns, 'ns')}" for name, ns in list(p.breakdown.items())[:4])
+        click.echo(f"  {p.name}: {si(p.predicted_ns, 'ns')} ({p.bound}-bound; {parts})")
+
+
+@cli.command()
+@click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=MANIFEST, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+def validate(manifest: Path, fmt: str) -> None:
+    """Model error on the measured zoo, per setting, beside the naive roofline."""
+    from perfmodel.validate import markdown, rows, summary
+
+    all_rows = rows(manifest)
+    if fmt == "json":
+        click.echo(json.dumps({"summary": summary(all_rows), "rows": [r.__dict__ for r in all_rows]}, indent=1))
+    else:
+        click.echo(markdown(all_rows))
 
 
 def main() -> None:

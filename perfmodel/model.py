@@ -1,0 +1,135 @@
+"""The analytical model: kernel time from work counts and a GPU's hardware file.
+
+Every unit the kernel uses gets a time bound (work / sustained rate); SM-local bounds
+(pipes, issue, L1/shared) are scaled by the SMs the grid can keep busy and by the wave
+quantisation of the grid; a latency bound (Little's law: the requests a warp must wait for,
+over the warps the SM holds) covers kernels too dependent to reach any bandwidth. The
+predicted time is the largest bound, floored by the launch cost. docs/model.md has the
+equations and where each parameter comes from.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from perfmodel import occupancy
+from perfmodel.features import KernelFeatures
+from perfmodel.hardware import GPU
+
+SECTOR_BYTES = 32
+SHARED_WAVEFRONT_BYTES = 128
+
+
+@dataclass
+class Prediction:
+    gpu: str
+    name: str
+    predicted_ns: float
+    bound: str
+    breakdown: dict[str, float]  # component -> ns it would take alone
+    inputs: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "predicted_ns": self.predicted_ns, "bound": self.bound,
+                "breakdown": self.breakdown, "inputs": self.inputs, "notes": self.notes}
+
+
+def _tensor_flops_per_instruction(opcode: str) -> float:
+    """FLOPs of one warp-level MMA from its shape suffix (HMMA.16816 -> m16 n8 k16)."""
+    match = re.search(r"\.(\d{1,2})(\d)(\d{1,2})\b", opcode)
+    if not match:
+        return 0.0
+    m, n, k = (int(g) for g in match.groups())
+    return 2.0 * m * n * k
+
+
+def predict(gpu: GPU, work: KernelFeatures, tensor_opcodes: dict[str, float] | None = None) -> Prediction:
+    clock = gpu.require("clock_boost_hz")
+    sms = int(gpu.require("sm_count"))
+    warp = gpu.require("warp_size")
+    notes: list[str] = []
+
+    occ = occupancy.nvidia(gpu, work.threads_per_block, work.registers_per_thread or 0, work.shared_bytes_per_block or 0)
+    if occ.blocks_per_sm == 0:
+        raise ValueError(f"{work.name} cannot launch on {gpu.id}: a block exceeds a per-SM limit ({occ.limits})")
+    waves = work.grid_blocks / (occ.blocks_per_sm * sms)
+    busy_sms = min(sms, work.grid_blocks)
+    # SM-local work runs in ceil(waves) rounds when the grid is a few waves; many waves even out.
+    quantisation = math.ceil(waves) / waves if waves >= 1 else 1.0
+    sm_seconds = 1.0 / (busy_sms * clock)  # seconds per (per-SM cycle of work) spread over busy SMs
+
+    counts = work.counts
+    pipes = work.warp_instructions_by_pipe
+    bounds: dict[str, float] = {}
+
+    def pipe_bound(name: str, instructions: float, lanes_per_clk: float | None) -> None:
+        if instructions and lanes_per_clk:
+            bounds[name] = instructions * warp / lanes_per_clk * sm_seconds * quantisation
+
+    pipe_bound("fp32", pipes.get("fp32", 0.0), gpu.value("fp32_flops_per_clk_per_sm", 0) / 2)
+    pipe_bound("fp64", pipes.get("fp64", 0.0), gpu.value("fp64_flops_per_clk_per_sm", 0) / 2)
+    pipe_bound("int", pipes.get("alu", 0.0) + pipes.get("int_fma", 0.0), gpu.value("int32_ops_per_clk_per_sm"))
+    pipe_bound("sfu", pipes.get("xu", 0.0), gpu.value("sfu_ops_per_clk_per_sm"))
+    pipe_bound("lsu", pipes.get("lsu", 0.0), gpu.value("lsu_ops_per_clk_per_sm"))
+    total_instructions = counts.get("instructions") or sum(pipes.values())
+    if total_instructions:
+        bounds["issue"] = total_instructions / gpu.require("schedulers_per_sm") * sm_seconds * quantisation
+    if tensor_opcodes:
+        tensor_flops = sum(count * _tensor_flops_per_instruction(op) for op, count in tensor_opcodes.items())
+        rate = gpu.value("tensor_fp16_flops_per_clk_per_sm")
+        if tensor_flops and rate:
+            bounds["tensor"] = tensor_flops / rate * sm_seconds * quantisation
+
+    shared_wavefronts = counts.get("shared_load_wavefronts", 0.0) + counts.get("shared_store_wavefronts", 0.0)
+    l1_sectors = sum(counts.get(n, 0.0) for n in ("global_load_sectors", "global_store_sectors", "local_load_sectors", "local_store_sectors"))
+    l1_rate = gpu.value("shared_bandwidth_bytes_per_clk_per_sm")
+    if l1_rate and (shared_wavefronts or l1_sectors):
+        l1_bytes = shared_wavefronts * SHARED_WAVEFRONT_BYTES + l1_sectors * SECTOR_BYTES
+        bounds["l1_shared"] = l1_bytes / l1_rate * sm_seconds * quantisation
+
+    l2_sectors = sum(counts.get(n, 0.0) for n in ("l2_sectors_read", "l2_sectors_write", "l2_sectors_atomic"))
+    l2_rate = gpu.value("l2_bandwidth_bytes_per_clk")
+    if l2_sectors and l2_rate:
+        bounds["l2"] = l2_sectors * SECTOR_BYTES / (l2_rate * clock)
+
+    dram_bytes = counts.get("dram_bytes_read", 0.0) + counts.get("dram_bytes_write", 0.0)
+    dram_rate = gpu.value("dram_achievable_bytes_per_s") or gpu.value("dram_bandwidth_bytes_per_s")
+    if dram_bytes and dram_rate:
+        bounds["dram"] = dram_bytes / dram_rate
+
+    atomics = counts.get("l2_sectors_atomic", 0.0)
+    atomic_rate = gpu.value("atomic_ops_per_clk")
+    if atomics and atomic_rate:
+        bounds["atomics"] = atomics / (atomic_rate * clock)
+
+    # Latency (Little's law): each warp waits for its global/local loads one round trip at a
+    # time at worst; the SMs hold occ.warps_per_sm warps, so the requests in flight per SM are
+    # bounded by that, and the kernel needs (requests per SM) x latency / (warps in flight).
+    latency = gpu.value("dram_latency_cycles")
+    loads = counts.get("global_load_requests", 0.0)
+    if latency and loads:
+        warps_total = work.grid_blocks * occ.warps_per_block
+        loads_per_warp = loads / warps_total
+        rounds = math.ceil(waves) if waves >= 1 else 1
+        bounds["latency"] = rounds * loads_per_warp * latency / clock
+
+    launch = gpu.value("launch_overhead_ns")
+    bound, seconds = max(bounds.items(), key=lambda item: item[1]) if bounds else ("launch", 0.0)
+    predicted_ns = seconds * 1e9
+    if launch and predicted_ns < launch:
+        bound, predicted_ns = "launch", launch
+        notes.append("the kernel's work takes less than one launch: the launch cost is the floor")
+    return Prediction(
+        gpu=gpu.id,
+        name=work.name,
+        predicted_ns=predicted_ns,
+        bound=bound,
+        breakdown={name: value * 1e9 for name, value in sorted(bounds.items(), key=lambda item: -item[1])},
+        inputs={"waves": waves, "blocks_per_sm": occ.blocks_per_sm, "theoretical_occupancy": occ.theoretical,
+                "busy_sms": busy_sms, "dram_bytes": dram_bytes, "l2_sectors": l2_sectors,
+                "instructions": total_instructions},
+        notes=notes,
+    )
