@@ -19,7 +19,9 @@ def test_nvidia_limits_match_nsight_compute_on_the_zoo(gpu_id):
     hardware = gpu(gpu_id)
     checked = 0
     for kernel in profile.kernels:
-        value = lambda name: profile.value(kernel, name)  # noqa: E731
+        def value(name: str, kernel=kernel) -> float:
+            return profile.value(kernel, name)
+
         computed = occupancy.nvidia(
             hardware, kernel.threads_per_block, kernel.registers_per_thread, kernel.shared_bytes_per_block or 0,
             shared_carveout_bytes=int(value("launch.shared_config")),
