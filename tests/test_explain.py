@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from functools import lru_cache
@@ -12,32 +11,16 @@ from pathlib import Path
 import pytest
 
 from keet import load_profile
+from grounding import explanation_numbers, grounded
 from keet.explain import explain, to_text
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
-NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
-SCALES = (1.0, 1e-3, 1e-6, 1e-9, 1e-12, 1e3, 100.0)
 
 
 @lru_cache(maxsize=None)
 def document(gpu: str) -> dict:
     return explain(load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz"))
-
-
-def grounded(token: str, candidates: list[float]) -> bool:
-    """A printed number matches a candidate value at some power-of-1000 scale, within its rounding."""
-    text = token.replace(",", "")
-    printed = float(text)
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    digits = len(text.lstrip("-").replace(".", "").lstrip("0")) or 1
-    for value in candidates:
-        for scale in SCALES:
-            scaled = value * scale
-            tolerance = max(0.5 * 10 ** -decimals, abs(scaled) * 0.5 * 10 ** (1 - digits))
-            if abs(scaled - printed) <= tolerance * 1.0001:
-                return True
-    return False
 
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
@@ -53,9 +36,7 @@ def test_every_number_in_an_explanation_is_evidence_from_the_profile(gpu):
                 stored = values.get(item["metric"]) or raw.get(item["metric"])
                 assert stored is not None and stored[0] == item["value"], (entry["name"], item)
             candidates = [e["value"] for e in evidence] + [e["compared_with"] for e in evidence if "compared_with" in e]
-            text = re.sub(r"\S+\.(cu|cuh|h|cpp):\d+", "", finding["explanation"])  # file:line is a location
-            text = re.sub(r"`[^`]*`", "", text)  # quoted source text
-            for token in NUMBER.findall(text):
+            for token in explanation_numbers(finding["explanation"]):
                 assert grounded(token, candidates), (entry["name"], finding["category"], token, finding["explanation"])
                 checked += 1
     assert checked > 50

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from grounding import NUMBER, grounded
 from keet import load_profile
 from keet.diagnosis import diagnose_kernel
 from keet.rules import RULES, Evidence, KernelView
@@ -21,8 +22,6 @@ MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
 GPUS = ("h100", "h200")
 MINE = ("fp32_compute", "fp64_compute", "sfu_compute", "int_compute", "tensor_compute", "instruction_issue",
         "warp_divergence", "barrier_sync", "atomic_contention")  # fmt: skip
-NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
-SCALES = (1.0, 1e-3, 1e-6, 1e-9, 1e-12, 100.0)
 
 # category -> (its zoo kernel, the evidence it must show, a kernel it must stay silent on)
 CASES = {
@@ -56,21 +55,6 @@ def view(zoo, gpu: str, name: str) -> KernelView:
 def ranked(zoo, gpu: str, name: str) -> list:
     profile = zoo[gpu]
     return diagnose_kernel(profile, profile.kernel(name)).findings
-
-
-def grounded(token: str, candidates: list[float]) -> bool:
-    """A printed number matches a candidate value at some power-of-1000 scale, within its rounding."""
-    text = token.replace(",", "")
-    printed = float(text)
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    digits = len(text.lstrip("-").replace(".", "").lstrip("0")) or 1
-    for value in candidates:
-        for scale in SCALES:
-            scaled = value * scale
-            tolerance = max(0.5 * 10**-decimals, abs(scaled) * 0.5 * 10 ** (1 - digits))
-            if abs(scaled - printed) <= tolerance * 1.0001:
-                return True
-    return False
 
 
 def test_every_rule_is_registered_once_with_what_it_needs():

@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 from pathlib import Path
 
 import pytest
 
+from grounding import NUMBER, grounded
 from keet import load_profile
 from keet.diagnosis import diagnose_kernel
 from keet.profile import Profile
@@ -55,8 +55,6 @@ ABSENT = [
     ("layernorm_kernel", ("occupancy_registers",)),
     ("pointer_chase_kernel", ("occupancy_registers", "occupancy_shared_memory", "occupancy_block_limit")),
 ]
-NUMBER = re.compile(r"(?<![A-Za-z_\d.])-?\d[\d,]*(?:\.\d+)?")
-SCALES = (1, 1e-3, 1e-6, 1e-9, 1e-12, 100)
 
 
 @pytest.fixture(scope="module")
@@ -105,12 +103,6 @@ def test_no_false_first_on_the_zoo(zoo, gpu):
             assert findings[0].category == entry["category"], entry["kernel"]
 
 
-def printed(value: float, f: Finding) -> bool:
-    tolerance = max(0.051, 0.006 * abs(value))
-    references = [e.value for e in f.evidence] + [e.compared_with for e in f.evidence if e.compared_with is not None]
-    return any(abs(r * scale - value) <= tolerance for r in references for scale in SCALES)
-
-
 @pytest.mark.parametrize("gpu", GPUS)
 def test_explanation_numbers_are_evidence(zoo, gpu):
     checked = set()
@@ -120,8 +112,9 @@ def test_explanation_numbers_are_evidence(zoo, gpu):
             if f.category not in MINE:
                 continue
             checked.add(f.category)
+            candidates = [e.value for e in f.evidence] + [e.compared_with for e in f.evidence if e.compared_with is not None]
             for text in NUMBER.findall(f.explanation):
-                assert printed(float(text.replace(",", "")), f), (f.category, text, f.explanation)
+                assert grounded(text, candidates), (f.category, text, f.explanation)
             for e in f.evidence:  # canonical metrics, as the profile holds them
                 assert view.metric(e.metric) == e.value
     assert checked == set(MINE)
