@@ -46,6 +46,25 @@ def _tensor_flops_per_instruction(opcode: str) -> float:
     return 2.0 * m * n * k
 
 
+def _load_latency_cycles(gpu: GPU, counts: dict[str, float]) -> float | None:
+    """Average cycles of one global load: L1 hits, L2 hits and DRAM misses weighted by how
+    the kernel's load sectors were served (counts only: sectors requested, bytes L1 read
+    from L2, bytes read from DRAM)."""
+    dram = gpu.value("dram_latency_cycles")
+    if not dram:
+        return None
+    l2 = gpu.value("l2_latency_cycles", dram)
+    l1 = gpu.value("l1_latency_cycles", l2)
+    requested = counts.get("global_load_sectors", 0.0) * SECTOR_BYTES
+    from_l2 = counts.get("l1_to_l2_read_bytes", requested)
+    from_dram = counts.get("dram_bytes_read", from_l2)
+    if requested <= 0:
+        return dram
+    miss_l1 = min(1.0, from_l2 / requested)
+    miss_l2 = min(1.0, from_dram / from_l2) if from_l2 > 0 else 0.0
+    return (1 - miss_l1) * l1 + miss_l1 * ((1 - miss_l2) * l2 + miss_l2 * dram)
+
+
 def predict(gpu: GPU, work: KernelFeatures, tensor_opcodes: dict[str, float] | None = None) -> Prediction:
     clock = gpu.require("clock_boost_hz")
     sms = int(gpu.require("sm_count"))
@@ -105,14 +124,13 @@ def predict(gpu: GPU, work: KernelFeatures, tensor_opcodes: dict[str, float] | N
     if atomics and atomic_rate:
         bounds["atomics"] = atomics / (atomic_rate * clock)
 
-    # Latency (Little's law): each warp waits for its global/local loads one round trip at a
-    # time at worst; the SMs hold occ.warps_per_sm warps, so the requests in flight per SM are
-    # bounded by that, and the kernel needs (requests per SM) x latency / (warps in flight).
-    latency = gpu.value("dram_latency_cycles")
-    loads = counts.get("global_load_requests", 0.0)
+    # Latency (Little's law at its worst: every warp waits for its loads one at a time, while
+    # the warps of a round overlap). A load's latency is the mix of L1, L2 and DRAM latencies
+    # in the proportions its sectors were served (hit fractions from the sector counts).
+    loads = counts.get("global_load_requests", 0.0) + counts.get("local_load_sectors", 0.0) / 4
+    latency = _load_latency_cycles(gpu, counts)
     if latency and loads:
-        warps_total = work.grid_blocks * occ.warps_per_block
-        loads_per_warp = loads / warps_total
+        loads_per_warp = loads / (work.grid_blocks * occ.warps_per_block)
         rounds = math.ceil(waves) if waves >= 1 else 1
         bounds["latency"] = rounds * loads_per_warp * latency / clock
 
