@@ -5,12 +5,28 @@ from __future__ import annotations
 import click
 
 from keet.cli import run_cli
+from microbench import runner
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="keet")
 def cli() -> None:
     """Run CUDA/HIP microbenchmarks and emit calibration data for perfmodel."""
+
+
+@cli.command()
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Output JSON file (written atomically).")
+@click.option("--suite", default=None, metavar="LIST",
+              help=f"Comma-separated subset of {','.join(runner.PROGRAMS)} (default: all).")
+@click.option("--nvcc", default=None, metavar="PATH", help="nvcc to use (default: $NVCC, PATH, /usr/local/cuda/bin/nvcc).")
+@click.option("--build-only", is_flag=True, help="Only compile the programs (no GPU needed; targets sm_90a).")
+def run(out: str, suite: str | None, nvcc: str | None, build_only: bool) -> None:
+    """Build and run the CUDA microbenchmarks on GPU 0; write measurements and derived parameters to OUT.
+
+    Same as `python3 -m microbench.runner` (standard library only, for bare GPU machines).
+    """
+    doc = runner.run_suite(out, suite, nvcc, build_only)
+    runner._print_summary(doc)
 
 
 def main() -> None:

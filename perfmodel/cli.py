@@ -60,9 +60,8 @@ def predict(profile_path: str, gpu_id: str, kernel: str | None, fmt: str) -> Non
         raise KeetError(f"{profile.source}: no kernel matches {kernel!r}")
     predictions = []
     for k in kernels:
-        tensor = {op: n for op, n in k.attributes.get("inst_executed_per_opcode", {}).items() if op.split(".")[0] in ("HMMA", "HGMMA", "IMMA", "DMMA")}
         try:
-            predictions.append(predict_kernel(hardware, features(profile, k), tensor))
+            predictions.append(predict_kernel(hardware, features(profile, k)))
         except ValueError as exc:
             raise KeetError(f"{profile.source}: {exc}") from None
     if fmt == "json":
@@ -86,6 +85,21 @@ def validate(manifest: Path, fmt: str) -> None:
         click.echo(json.dumps({"summary": summary(all_rows), "rows": [r.__dict__ for r in all_rows]}, indent=1))
     else:
         click.echo(markdown(all_rows))
+
+
+@cli.command()
+@click.argument("calib", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--gpu", "gpu_id", required=True, help="Hardware file to update (see `perfmodel gpus`).")
+@click.option("--dry-run", is_flag=True, help="Show what would change without writing.")
+def calibrate(calib: Path, gpu_id: str, dry_run: bool) -> None:
+    """Write the parameters a `microbench run` calibration file measured into a GPU's hardware file."""
+    from microbench.calibrate import calibrate as apply_calibration
+
+    hardware_dir = Path(__file__).resolve().parent / "hardware"
+    changes = apply_calibration(calib, gpu(gpu_id).id, hardware_dir, dry_run=dry_run)
+    for change in changes:
+        old = "unset" if change["old"] is None else f"{change['old']:,.6g}"
+        click.echo(f"{'would set' if dry_run else 'set'} {gpu_id}.{change['name']} = {change['new']:,.6g} {change['unit']} (was {old})")
 
 
 def main() -> None:

@@ -82,6 +82,7 @@ class KernelFeatures:
     warp_instructions_by_pipe: dict[str, float] = field(default_factory=dict)
     flops: dict[str, float] = field(default_factory=dict)  # thread-level, per precision
     barriers: float | None = None  # warp-level BAR instructions
+    tensor_instructions: dict[str, float] = field(default_factory=dict)  # MMA opcodes with their shape modifiers
     source_gpu: str | None = None  # device the work was counted on (for retargeting)
     l2_bytes_of_source_gpu: int | None = None
 
@@ -107,6 +108,8 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
             precision, per = _FLOPS_PER_THREAD_INST[base]
             flops[precision] = flops.get(precision, 0.0) + count * per
     barriers = sum(c for op, c in warp_table.items() if op.split(".")[0] in ("BAR", "BARRIER")) if warp_table else None
+    with_modifiers = kernel.attributes.get("inst_executed_per_opcode_with_modifier") or {}
+    tensor = {op: c for op, c in with_modifiers.items() if pipe_of(op) == "tensor"}
     return KernelFeatures(
         name=kernel.name,
         grid_blocks=kernel.blocks,
@@ -117,6 +120,7 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
         warp_instructions_by_pipe=by_pipe,
         flops=flops,
         barriers=barriers,
+        tensor_instructions=tensor,
         source_gpu=profile.device.name,
         l2_bytes_of_source_gpu=profile.device.l2_bytes,
     )

@@ -65,7 +65,7 @@ def _load_latency_cycles(gpu: GPU, counts: dict[str, float]) -> float | None:
     return (1 - miss_l1) * l1 + miss_l1 * ((1 - miss_l2) * l2 + miss_l2 * dram)
 
 
-def predict(gpu: GPU, work: KernelFeatures, tensor_opcodes: dict[str, float] | None = None) -> Prediction:
+def predict(gpu: GPU, work: KernelFeatures) -> Prediction:
     clock = gpu.require("clock_boost_hz")
     sms = int(gpu.require("sm_count"))
     warp = gpu.require("warp_size")
@@ -88,16 +88,18 @@ def predict(gpu: GPU, work: KernelFeatures, tensor_opcodes: dict[str, float] | N
         if instructions and lanes_per_clk:
             bounds[name] = instructions * warp / lanes_per_clk * sm_seconds * quantisation
 
-    pipe_bound("fp32", pipes.get("fp32", 0.0), gpu.value("fp32_flops_per_clk_per_sm", 0) / 2)
+    # The FMA pipe executes FP32 arithmetic and integer multiply-adds (IMAD); the ALU pipe the
+    # other integer and logic operations.
+    pipe_bound("fma", pipes.get("fp32", 0.0) + pipes.get("int_fma", 0.0), gpu.value("fp32_flops_per_clk_per_sm", 0) / 2)
     pipe_bound("fp64", pipes.get("fp64", 0.0), gpu.value("fp64_flops_per_clk_per_sm", 0) / 2)
-    pipe_bound("int", pipes.get("alu", 0.0) + pipes.get("int_fma", 0.0), gpu.value("int32_ops_per_clk_per_sm"))
+    pipe_bound("alu", pipes.get("alu", 0.0), gpu.value("int32_ops_per_clk_per_sm"))
     pipe_bound("sfu", pipes.get("xu", 0.0), gpu.value("sfu_ops_per_clk_per_sm"))
     pipe_bound("lsu", pipes.get("lsu", 0.0), gpu.value("lsu_ops_per_clk_per_sm"))
     total_instructions = counts.get("instructions") or sum(pipes.values())
     if total_instructions:
         bounds["issue"] = total_instructions / gpu.require("schedulers_per_sm") * sm_seconds * quantisation
-    if tensor_opcodes:
-        tensor_flops = sum(count * _tensor_flops_per_instruction(op) for op, count in tensor_opcodes.items())
+    if work.tensor_instructions:
+        tensor_flops = sum(count * _tensor_flops_per_instruction(op) for op, count in work.tensor_instructions.items())
         rate = gpu.value("tensor_fp16_flops_per_clk_per_sm")
         if tensor_flops and rate:
             bounds["tensor"] = tensor_flops / rate * sm_seconds * quantisation

@@ -66,8 +66,7 @@ def rows(manifest_path: Path) -> list[Row]:
             profile = profiles[source]
             kernel = profile.kernels[entry["measured"][source]["combined_report_id"]]
             work = features(profile, kernel)
-            tensor = {op: n for op, n in kernel.attributes.get("inst_executed_per_opcode", {}).items() if op.split(".")[0] in ("HMMA", "HGMMA", "IMMA", "DMMA")}
-            prediction = predict(hardware, work, tensor)
+            prediction = predict(hardware, work)
             result.append(Row(entry["program"], entry["kernel"], source, target, entry["measured"][target]["median_ms"] * 1e6,
                               prediction.predicted_ns, prediction.bound, naive_roofline_ns(hardware, work)))
     return result

@@ -35,6 +35,8 @@ COMMON = {
     "tensor_bf16_flops_per_clk_per_sm", "tensor_tf32_flops_per_clk_per_sm", "tensor_fp8_flops_per_clk_per_sm",
     "tensor_int8_ops_per_clk_per_sm", "tensor_fp64_flops_per_clk_per_sm", "lsu_ops_per_clk_per_sm",
     "atomic_ops_per_clk", "launch_overhead_ns",
+    # measured by microbench (perfmodel calibrate)
+    "dram_achievable_bytes_per_s", "atomic_same_address_ops_per_clk", "graph_launch_overhead_ns", "sm_clock_measured_hz",
     "fp32_peak_flops", "fp64_peak_flops", "tensor_fp16_peak_flops",
 }
 NVIDIA_EXTRA = {"l2_partitions", "max_warps_per_scheduler"}

@@ -30,6 +30,7 @@ _SPEEDUP_TYPES = {0: None, 1: "local", 2: "global"}
 _OPCODE_TABLES = {
     "inst_executed_per_opcode": "sass__inst_executed_per_opcode",  # warp-level
     "thread_inst_executed_per_opcode": "sass__thread_inst_executed_true_per_opcode",  # thread-level, predicated on
+    "inst_executed_per_opcode_with_modifier": "sass__inst_executed_per_opcode_with_modifier_all",  # e.g. HMMA.16816.F32
 }
 _MAX_WORKERS = 4
 _ACTIONS_PER_WORKER = 4  # below this many actions per worker a process costs more than it saves
