@@ -156,24 +156,29 @@ def _check_framing(path: Path, plain: Path) -> None:
     The native reader silently returns the kernels before a cut; the framing (magic,
     header, then blocks of [u32 header size][header][payload]) must end exactly at EOF.
     """
-    data = plain.read_bytes()
-    if not data.startswith(MAGIC):
-        raise ProfileError(path, "is not an Nsight Compute report (bad magic)")
-    try:
-        (header_size,) = struct.unpack_from("<I", data, 4)
-        pos = 8 + header_size
-        blocks = 0
-        while pos < len(data):
-            (block_header_size,) = struct.unpack_from("<I", data, pos)
-            header = data[pos + 4 : pos + 4 + block_header_size]
-            if len(header) < block_header_size:
-                raise ValueError("block header cut off")
-            pos += 4 + block_header_size + _payload_size(header)
-            blocks += 1
-        if pos != len(data) or blocks == 0:
-            raise ValueError("last block cut off")
-    except (struct.error, ValueError):
-        raise ProfileError(path, "report is truncated or corrupt (its block structure ends early)") from None
+    size = plain.stat().st_size
+    with plain.open("rb") as report:
+        if report.read(len(MAGIC)) != MAGIC:
+            raise ProfileError(path, "is not an Nsight Compute report (bad magic)")
+        try:
+            pos = 8 + _u32(report)
+            blocks = 0
+            while pos < size:
+                report.seek(pos)
+                block_header_size = _u32(report)
+                header = report.read(block_header_size)
+                if len(header) < block_header_size:
+                    raise ValueError("block header cut off")
+                pos += 4 + block_header_size + _payload_size(header)  # only headers are read: payloads are skipped
+                blocks += 1
+            if pos != size or blocks == 0:
+                raise ValueError("last block cut off")
+        except (struct.error, ValueError):
+            raise ProfileError(path, "report is truncated or corrupt (its block structure ends early)") from None
+
+
+def _u32(stream) -> int:
+    return struct.unpack("<I", stream.read(4))[0]
 
 
 def _device(values: dict[str, object]) -> Device:
