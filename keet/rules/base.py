@@ -54,6 +54,14 @@ class SourceLine:
         return {"file": self.file, "line": self.line, "text": self.text, "counter": self.counter, "value": self.value, "share": self.share}
 
 
+def locations(lines: list[SourceLine], with_text: bool = False) -> str:
+    """" The excess comes from a.cu:18; b.cu:3." for an explanation (empty without lines)."""
+    if not lines:
+        return ""
+    places = [f"{s.file.rsplit('/', 1)[-1]}:{s.line}" + (f" `{s.text.strip()}`" if with_text and s.text else "") for s in lines]
+    return " The excess comes from " + "; ".join(places) + "."
+
+
 @dataclass
 class Finding:
     category: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from keet.rules.base import Finding, KernelView, num, rule
-from keet.rules.occupancy_registers import assess, confidence, latency_text, next_text, warps_by_registers, warps_text
+from keet.rules.occupancy_registers import OCCUPANCY_COLLECT, OCCUPANCY_NEEDS, assess, confidence, latency_text, next_text, warps_by_registers, warps_text
 
 # Block sizes worth suggesting: whole warps, the common 64-256 range (larger blocks make
 # coarser scheduling units and raise the tail and barrier costs).
@@ -22,13 +22,9 @@ CANDIDATE_THREADS = (64, 128, 256)
     "occupancy-block-limit",
     "occupancy_block_limit",
     "The per-SM block limit, not registers or shared memory, caps the resident warps of a latency-bound kernel",
-    needs=(
-        "occupancy.limit_blocks", "occupancy.limit_registers", "occupancy.limit_shared", "occupancy.limit_warps",
-        "occupancy.theoretical_warps", "launch.block_size",
-        "sol.sm_pct", "sol.memory_pct", "stall.long_scoreboard", "issue.cycles_per_issue",
-    ),
-    collect="--section LaunchStats --section Occupancy --section SpeedOfLight --section WarpStateStats",
-)  # fmt: skip
+    needs=(*OCCUPANCY_NEEDS, "launch.block_size"),
+    collect=OCCUPANCY_COLLECT,
+)
 def apply(k: KernelView) -> Finding | None:
     h = assess(k, "blocks")
     if h is None:

@@ -25,6 +25,13 @@ LIMITS = {
     "shared": "occupancy.limit_shared",
     "warps": "occupancy.limit_warps",
 }
+# What every occupancy rule must read (limits, warps, and the latency-bound test), and
+# the sections that collect it.
+OCCUPANCY_NEEDS = (
+    "occupancy.limit_blocks", "occupancy.limit_registers", "occupancy.limit_shared", "occupancy.limit_warps",
+    "occupancy.theoretical_warps", "sol.sm_pct", "sol.memory_pct", "stall.long_scoreboard", "issue.cycles_per_issue",
+)  # fmt: skip
+OCCUPANCY_COLLECT = "--section LaunchStats --section Occupancy --section SpeedOfLight --section WarpStateStats"
 # Achieved occupancy at least this share of theoretical: the resource limit is really what
 # caps the resident warps (not a small grid, a tail or imbalance).
 REACHED_SHARE = 0.8
@@ -202,13 +209,9 @@ def registers_for_blocks(k: KernelView, blocks: float, warps_per_block: float) -
     "occupancy-registers",
     "occupancy_registers",
     "Registers per thread limit the resident warps of a latency-bound kernel",
-    needs=(
-        "occupancy.limit_registers", "occupancy.limit_blocks", "occupancy.limit_shared", "occupancy.limit_warps",
-        "occupancy.theoretical_warps", "launch.registers_per_thread",
-        "sol.sm_pct", "sol.memory_pct", "stall.long_scoreboard", "issue.cycles_per_issue",
-    ),
-    collect="--section LaunchStats --section Occupancy --section SpeedOfLight --section WarpStateStats",
-)  # fmt: skip
+    needs=(*OCCUPANCY_NEEDS, "launch.registers_per_thread"),
+    collect=OCCUPANCY_COLLECT,
+)
 def apply(k: KernelView) -> Finding | None:
     h = assess(k, "registers")
     if h is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from keet.rules.base import Finding, KernelView, num, rule
-from keet.rules.occupancy_registers import assess, confidence, latency_text, next_text, occupancy_text
+from keet.rules.occupancy_registers import OCCUPANCY_COLLECT, OCCUPANCY_NEEDS, assess, confidence, latency_text, next_text, occupancy_text
 
 
 def bytes_text(value: float) -> str:
@@ -24,13 +24,9 @@ def bytes_text(value: float) -> str:
     "occupancy-shared-memory",
     "occupancy_shared_memory",
     "Shared memory per block limits the resident warps of a latency-bound kernel",
-    needs=(
-        "occupancy.limit_shared", "occupancy.limit_blocks", "occupancy.limit_registers", "occupancy.limit_warps",
-        "occupancy.theoretical_warps",
-        "sol.sm_pct", "sol.memory_pct", "stall.long_scoreboard", "issue.cycles_per_issue",
-    ),
-    collect="--section LaunchStats --section Occupancy --section SpeedOfLight --section WarpStateStats",
-)  # fmt: skip
+    needs=OCCUPANCY_NEEDS,
+    collect=OCCUPANCY_COLLECT,
+)
 def apply(k: KernelView) -> Finding | None:
     h = assess(k, "shared")
     if h is None:

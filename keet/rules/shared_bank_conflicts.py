@@ -1,6 +1,6 @@
 """Shared-memory bank conflicts: a warp's shared accesses split into several wavefronts."""
 
-from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import locations, Finding, KernelView, clamp, num, pct, rule
 
 # Conflicts that make at least this share of all shared wavefronts are worth removing.
 CONFLICT_SHARE = 0.25
@@ -24,9 +24,7 @@ def apply(k: KernelView) -> Finding | None:
         evidence.append(k.evidence("shared.ideal_wavefronts"))
         ideal_text = f" A conflict-free pattern would need {num(k.metric('shared.ideal_wavefronts'))} wavefronts."
     lines = k.hot_lines("memory_l1_wavefronts_shared", ideal="memory_l1_wavefronts_shared_ideal")
-    where = ""
-    if lines:
-        where = " The excess comes from " + "; ".join(f"{s.file.rsplit('/', 1)[-1]}:{s.line}" for s in lines) + "."
+    where = locations(lines)
     return Finding(
         category="shared_bank_conflicts",
         rule="shared-bank-conflicts",

@@ -1,6 +1,6 @@
 """Uncoalesced global accesses: warps touch more 32-byte sectors than their bytes need."""
 
-from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import locations, Finding, KernelView, clamp, num, pct, rule
 
 # Excess sectors above this share of all global sectors waste enough bandwidth to matter.
 EXCESS_SHARE = 0.25
@@ -32,11 +32,7 @@ def apply(k: KernelView) -> Finding | None:
             evidence.append(k.evidence(name))
             per_request.append(f"{num(k.metric(name))} sectors per {kind} request")
     lines = k.hot_lines("memory_l2_theoretical_sectors_global", ideal="memory_l2_theoretical_sectors_global_ideal")
-    where = ""
-    if lines:
-        where = " The excess comes from " + "; ".join(
-            f"{s.file.rsplit('/', 1)[-1]}:{s.line}" + (f" `{s.text.strip()}`" if s.text else "") for s in lines
-        ) + "."
+    where = locations(lines, with_text=True)
     return Finding(
         category="uncoalesced_global",
         rule="uncoalesced-global",
