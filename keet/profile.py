@@ -206,9 +206,13 @@ class Profile:
         kid = kernel.id if isinstance(kernel, Kernel) else kernel
         return dict(self._index().get((kid, origin), {}))
 
+    def total_duration_ns(self) -> float:
+        """GPU time of every profiled launch (aggregated kernels count once per invocation)."""
+        return sum((k.duration_ns or 0.0) * k.invocations for k in self.kernels)
+
     def kernel_table(self) -> pd.DataFrame:
         """One row per kernel: identity, launch configuration, resources and duration."""
-        total = sum(k.duration_ns or 0.0 for k in self.kernels)
+        total = self.total_duration_ns()
         rows = [
             {
                 "id": k.id,
@@ -218,7 +222,7 @@ class Profile:
                 "registers": k.registers_per_thread,
                 "shared_bytes": k.shared_bytes_per_block,
                 "duration_ns": k.duration_ns,
-                "share": (k.duration_ns / total) if (k.duration_ns and total) else None,
+                "share": (k.duration_ns * k.invocations / total) if (k.duration_ns and total) else None,
                 "invocations": k.invocations,
             }
             for k in self.kernels

@@ -27,10 +27,6 @@ def kernels_by_duration(profile: Profile, kernels: list[Kernel] | None = None) -
     return sorted(chosen, key=lambda k: (k.duration_ns is None, -(k.duration_ns or 0.0), k.id))
 
 
-def total_duration_ns(profile: Profile) -> float:
-    return sum((k.duration_ns or 0.0) * k.invocations for k in profile.kernels)
-
-
 def device_dict(profile: Profile) -> dict[str, Any]:
     device = asdict(profile.device)
     device.pop("attributes")
@@ -39,7 +35,7 @@ def device_dict(profile: Profile) -> dict[str, Any]:
 
 def kernel_summary(profile: Profile, kernel: Kernel) -> dict[str, Any]:
     """Identity, launch, resources, duration share and headline metrics of one kernel."""
-    total = total_duration_ns(profile)
+    total = profile.total_duration_ns()
     share = (kernel.duration_ns * kernel.invocations / total) if (kernel.duration_ns and total) else None
     headline = {}
     for metric, label in HEADLINE:
