@@ -76,12 +76,12 @@ def test_explain_20_kernel_full_set_report(benchmark, zoo20):
 
 def test_predict_20_kernel_full_set_report(benchmark, zoo20):
     """perfmodel predict from a profile (load + features + model for every kernel), target < 1 s."""
-    from perfmodel.features import features
+    from perfmodel.features import features, raw_metrics
     from perfmodel.hardware import gpu
     from perfmodel.model import predict
 
     def predict_report():
-        profile = load_profile(zoo20)
+        profile = load_profile(zoo20, metrics=raw_metrics())
         return [predict(gpu("h200"), features(profile, kernel)) for kernel in profile.kernels]
 
     predictions = benchmark.pedantic(predict_report, rounds=5, iterations=1)

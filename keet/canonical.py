@@ -77,11 +77,12 @@ def _evaluate(formula: Formula, wide: Mapping[str, np.ndarray]) -> np.ndarray | 
     raise ValueError(f"unknown operator {op!r} in canonical formula {formula!r}")
 
 
-def _names_in(formula: Formula) -> set[str]:
+def names_in(formula: Formula) -> set[str]:
+    """Raw metric names a formula reads."""
     if isinstance(formula, str):
         return {formula}
     if isinstance(formula, list):
-        return set().union(*(_names_in(term) for term in formula[1:]))
+        return set().union(*(names_in(term) for term in formula[1:]))
     return set()
 
 
@@ -91,7 +92,7 @@ def referenced_names() -> frozenset[str]:
     names: set[str] = set()
     for metric in vocabulary():
         for formula in metric.ncu:
-            names |= _names_in(formula)
+            names |= names_in(formula)
         names.update(metric.ncu_labels)
     return frozenset(names)
 

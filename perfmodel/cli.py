@@ -11,7 +11,7 @@ from keet.cli import run_cli
 from keet.errors import KeetError
 from keet.format import si
 from keet.ingest import load_profile
-from perfmodel.features import features
+from perfmodel.features import features, raw_metrics
 from perfmodel.hardware import gpu, gpu_ids
 from perfmodel.model import predict as predict_kernel
 
@@ -54,7 +54,7 @@ def gpus(show: str | None, fmt: str) -> None:
 def predict(profile_path: str, gpu_id: str, kernel: str | None, fmt: str) -> None:
     """Predict each kernel's time on GPU from the work counts in PROFILE."""
     hardware = gpu(gpu_id)
-    profile = load_profile(profile_path)
+    profile = load_profile(profile_path, metrics=raw_metrics())
     kernels = profile.select(kernel)
     if not kernels:
         raise KeetError(f"{profile.source}: no kernel matches {kernel!r}")

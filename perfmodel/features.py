@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from keet.canonical import names_in, vocabulary
 from keet.profile import Kernel, Profile
 
 # Canonical work counts the model may read (feature name -> canonical metric).
@@ -22,12 +23,16 @@ WORK_COUNTS = {
     "l2_sectors_read": "l2.sectors_read",
     "l2_sectors_write": "l2.sectors_write",
     "l2_sectors_atomic": "l2.sectors_atomic",
+    "l2_sectors_busiest_slice": "l2.sectors_busiest_slice",
+    "l2_slices": "l2.slices",
     "l1_to_l2_read_bytes": "l2.bytes_from_l1",
     "l1_to_l2_write_bytes": "l2.bytes_to_l1",
     "global_load_requests": "global.load_requests",
     "global_load_sectors": "global.load_sectors",
     "global_store_requests": "global.store_requests",
     "global_store_sectors": "global.store_sectors",
+    "global_load_bytes_per_sector": "global.load_bytes_per_sector",
+    "global_store_bytes_per_sector": "global.store_bytes_per_sector",
     "global_atomic_instructions": "global.atomic_instructions",
     "local_load_sectors": "local.load_sectors",
     "local_store_sectors": "local.store_sectors",
@@ -36,6 +41,15 @@ WORK_COUNTS = {
     "shared_bank_conflicts": "shared.bank_conflicts",
     "instructions": "inst.executed",
 }
+
+
+
+def raw_metrics() -> frozenset[str]:
+    """The raw profiler metric names the WORK_COUNTS are computed from: reading only these
+    (plus launch and device attributes, always read) is enough to predict."""
+    wanted = set(WORK_COUNTS.values())
+    return frozenset(name for metric in vocabulary() if metric.name in wanted for formula in metric.ncu for name in names_in(formula))
+
 
 # SASS opcode (before the first ".") -> the pipe that executes it (sm_80 / sm_90).
 PIPES = {

@@ -38,12 +38,26 @@ class Prediction:
 
 
 def _tensor_flops_per_instruction(opcode: str) -> float:
-    """FLOPs of one warp-level MMA from its shape suffix (HMMA.16816 -> m16 n8 k16)."""
-    match = re.search(r"\.(\d{1,2})(\d)(\d{1,2})\b", opcode)
-    if not match:
-        return 0.0
-    m, n, k = (int(g) for g in match.groups())
-    return 2.0 * m * n * k
+    """FLOPs of one warp-level MMA instruction from its shape modifier: HMMA.16816 is
+    m16 n8 k16 for the warp; HGMMA.64x128x16 is m64 n128 k16 for a warpgroup, whose four
+    warps each count one executed instruction."""
+    if match := re.search(r"\.(\d+)x(\d+)x(\d+)\b", opcode):
+        m, n, k = (int(g) for g in match.groups())
+        return 2.0 * m * n * k / 4
+    if match := re.search(r"\.(\d{1,2})(\d)(\d{1,2})\b", opcode):
+        m, n, k = (int(g) for g in match.groups())
+        return 2.0 * m * n * k
+    return 0.0
+
+
+def _tensor_rate(gpu: GPU, opcode: str) -> float | None:
+    """Sustained FLOPs per clock per SM of an MMA opcode: mma.sync (HMMA) and wgmma (HGMMA)
+    run at different measured rates on Hopper; the vendor peak is the fallback."""
+    bf16 = "BF16" in opcode
+    kind = "wgmma" if opcode.startswith(("HGMMA", "UTC")) else "mma_sync"
+    precision = "bf16" if bf16 else "fp16"
+    return (gpu.value(f"tensor_{kind}_{precision}_flops_per_clk_per_sm") or gpu.value(f"tensor_{kind}_fp16_flops_per_clk_per_sm")
+            or gpu.value(f"tensor_{precision}_flops_per_clk_per_sm") or gpu.value("tensor_fp16_flops_per_clk_per_sm"))
 
 
 def _load_latency_cycles(gpu: GPU, counts: dict[str, float]) -> float | None:
@@ -63,6 +77,32 @@ def _load_latency_cycles(gpu: GPU, counts: dict[str, float]) -> float | None:
     miss_l1 = min(1.0, from_l2 / requested)
     miss_l2 = min(1.0, from_dram / from_l2) if from_l2 > 0 else 0.0
     return (1 - miss_l1) * l1 + miss_l1 * ((1 - miss_l2) * l2 + miss_l2 * dram)
+
+
+def _partial_store_sectors(counts: dict[str, float]) -> float:
+    """L2 write sectors beyond the bytes actually stored: with b bytes stored per sector on
+    average, a fraction 1 - b/32 of the store sectors are partial."""
+    per_sector = counts.get("global_store_bytes_per_sector")
+    writes = counts.get("l2_sectors_write", 0.0)
+    if not per_sector or not writes or per_sector >= SECTOR_BYTES:
+        return 0.0
+    return min(writes, counts.get("global_store_sectors", writes)) * (1.0 - per_sector / SECTOR_BYTES)
+
+
+def _atomic_bounds(gpu: GPU, counts: dict[str, float], atomics: float, clock: float) -> dict[str, float]:
+    """Atomics are executed by the L2 slice that owns the address. Spread over the slices
+    they go at the measured distinct-address rate; when one slice carries most of them
+    (its sector count, l2.sectors_busiest_slice, is more than half of all atomic sectors,
+    which a few addresses alone can cause on an L2 of tens of slices) they are serialised
+    on a hot address and go at the measured same-address rate."""
+    bounds = {}
+    if rate := gpu.value("atomic_ops_per_clk"):
+        bounds["atomics"] = atomics / (rate * clock)
+    busiest = counts.get("l2_sectors_busiest_slice", 0.0)
+    same_address = gpu.value("atomic_same_address_ops_per_clk")
+    if same_address and busiest > atomics / 2:
+        bounds["atomics_hot_address"] = min(atomics, busiest) / (same_address * clock)
+    return bounds
 
 
 def predict(gpu: GPU, work: KernelFeatures) -> Prediction:
@@ -98,11 +138,10 @@ def predict(gpu: GPU, work: KernelFeatures) -> Prediction:
     total_instructions = counts.get("instructions") or sum(pipes.values())
     if total_instructions:
         bounds["issue"] = total_instructions / gpu.require("schedulers_per_sm") * sm_seconds * quantisation
-    if work.tensor_instructions:
-        tensor_flops = sum(count * _tensor_flops_per_instruction(op) for op, count in work.tensor_instructions.items())
-        rate = gpu.value("tensor_fp16_flops_per_clk_per_sm")
-        if tensor_flops and rate:
-            bounds["tensor"] = tensor_flops / rate * sm_seconds * quantisation
+    tensor_clocks = sum(count * _tensor_flops_per_instruction(op) / rate for op, count in work.tensor_instructions.items()
+                        if (rate := _tensor_rate(gpu, op)))
+    if tensor_clocks:
+        bounds["tensor"] = tensor_clocks * sm_seconds * quantisation
 
     shared_wavefronts = counts.get("shared_load_wavefronts", 0.0) + counts.get("shared_store_wavefronts", 0.0)
     l1_sectors = sum(counts.get(n, 0.0) for n in ("global_load_sectors", "global_store_sectors", "local_load_sectors", "local_store_sectors"))
@@ -114,7 +153,13 @@ def predict(gpu: GPU, work: KernelFeatures) -> Prediction:
     l2_sectors = sum(counts.get(n, 0.0) for n in ("l2_sectors_read", "l2_sectors_write", "l2_sectors_atomic"))
     l2_rate = gpu.value("l2_bandwidth_bytes_per_clk")
     if l2_sectors and l2_rate:
-        bounds["l2"] = l2_sectors * SECTOR_BYTES / (l2_rate * clock)
+        # A sector written only in part (scattered 4-byte stores) costs the L2 a
+        # read-modify-write: such sectors go at the measured scattered-store rate.
+        partial = _partial_store_sectors(counts)
+        partial_rate = gpu.value("l2_scattered_store_sectors_per_clk")
+        if not partial_rate:
+            partial = 0.0
+        bounds["l2"] = ((l2_sectors - partial) * SECTOR_BYTES / l2_rate + (partial / partial_rate if partial else 0.0)) / clock
 
     dram_bytes = counts.get("dram_bytes_read", 0.0) + counts.get("dram_bytes_write", 0.0)
     dram_rate = gpu.value("dram_achievable_bytes_per_s") or gpu.value("dram_bandwidth_bytes_per_s")
@@ -122,9 +167,8 @@ def predict(gpu: GPU, work: KernelFeatures) -> Prediction:
         bounds["dram"] = dram_bytes / dram_rate
 
     atomics = counts.get("l2_sectors_atomic", 0.0)
-    atomic_rate = gpu.value("atomic_ops_per_clk")
-    if atomics and atomic_rate:
-        bounds["atomics"] = atomics / (atomic_rate * clock)
+    if atomics:
+        bounds.update(_atomic_bounds(gpu, counts, atomics, clock))
 
     # Latency (Little's law at its worst: every warp waits for its loads one at a time, while
     # the warps of a round overlap). A load's latency is the mix of L1, L2 and DRAM latencies

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from keet import load_profile
-from perfmodel.features import WORK_COUNTS, features, pipe_of
+from perfmodel.features import WORK_COUNTS, features, pipe_of, raw_metrics
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 # Families of metrics that measure time (or rates over time) of the kernel being predicted.
@@ -57,3 +57,10 @@ def test_every_zoo_opcode_has_a_pipe(profile):
                                           ("LDG.E.128", "lsu"), ("IMAD.WIDE", "int_fma"), ("UIADD3", "uniform"), ("BAR.SYNC", "barrier")])
 def test_pipe_of(opcode, pipe):
     assert pipe_of(opcode) == pipe
+
+
+def test_reading_only_the_model_metrics_gives_the_same_features(profile):
+    """perfmodel predict loads only raw_metrics(): a tenth of the report, same features."""
+    subset = load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz", metrics=raw_metrics())
+    assert subset.metrics["metric"].nunique() < profile.metrics["metric"].nunique() / 4
+    assert [features(subset, k).as_dict() for k in subset.kernels] == [features(profile, k).as_dict() for k in profile.kernels]

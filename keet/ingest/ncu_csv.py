@@ -16,6 +16,7 @@ import io
 import math
 import re
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,7 +123,7 @@ class NcuCsvDetailsReader:
         # that has none at all: claim it, so read() finds the table or says why there is none.
         return _has_ncu_messages(head)
 
-    def read(self, path: Path) -> Profile:
+    def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
         return read_ncu_csv(path)
 
 
@@ -135,7 +136,7 @@ class NcuCsvRawReader:
         header = _find_header(_utf8(head))
         return header is not None and header.layout == RAW
 
-    def read(self, path: Path) -> Profile:
+    def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
         return read_ncu_csv(path)
 
 

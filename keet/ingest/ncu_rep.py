@@ -9,6 +9,7 @@ import struct
 import sys
 import tempfile
 import weakref
+from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ _OPCODE_TABLES = {
     "inst_executed_per_opcode_with_modifier": "sass__inst_executed_per_opcode_with_modifier_all",  # e.g. HMMA.16816.F32
 }
 _MAX_WORKERS = 4
+# Read even when a caller asks for a subset of metrics: the launch and the device.
+_ALWAYS_READ = ("launch__", "device__attribute_")
 _ACTIONS_PER_WORKER = 4  # below this many actions per worker a process costs more than it saves
 _MAX_FUNCTION_BYTES = 1 << 26  # PCs of per-instruction counters lie within this of the function start
 
@@ -45,7 +48,7 @@ class NcuReportReader:
     def sniff(self, head: bytes) -> bool:
         return head.startswith(MAGIC)
 
-    def read(self, path: Path) -> Profile:
+    def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
         plain = plain_copy(path)
         import ncu_report  # imported lazily: it loads a native library
 
@@ -65,7 +68,7 @@ class NcuReportReader:
             # remove the decompressed copy only when the report object goes away.
             weakref.finalize(context, _remove_in_owner, plain, os.getpid())
         try:
-            return _profile_from_context(path, plain, context, ncu_report)
+            return _profile_from_context(path, plain, context, ncu_report, frozenset(metrics) if metrics is not None else None)
         except ProfileError:
             raise
         except Exception as exc:  # a damaged payload surfaces as odd values deep in the native reader
@@ -328,11 +331,12 @@ class _MetricKinds:
         return found
 
 
-def _read_action(action, range_index: int, action_index: int, ncu_report, kinds: _MetricKinds, skip: tuple[str, ...]) -> _ActionRecord:
+def _read_action(action, range_index: int, action_index: int, ncu_report, kinds: _MetricKinds, skip: tuple[str, ...],
+                 keep: frozenset[str] | None) -> _ActionRecord:
     raw: dict[str, tuple[float, str]] = {}
     strings: dict[str, str] = {}
     for name in action.metric_names():
-        if name.startswith(skip):
+        if name.startswith(skip) or (keep is not None and name not in keep and not name.startswith(_ALWAYS_READ)):
             continue
         metric = action.metric_by_name(name)
         getter, unit = kinds.describe(name, metric)
@@ -363,7 +367,7 @@ def _read_action(action, range_index: int, action_index: int, ncu_report, kinds:
     )
 
 
-def _read_actions(report: str, positions: list[tuple[int, int]]) -> list[_ActionRecord]:
+def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset[str] | None = None) -> list[_ActionRecord]:
     """Read some actions of a report: runs in a worker process (or in-process for few).
 
     Device attributes are the same for every launch on a device: read them from the
@@ -378,12 +382,12 @@ def _read_actions(report: str, positions: list[tuple[int, int]]) -> list[_Action
         for range_index, action_index in positions:
             action = context.range_by_idx(range_index).action_by_idx(action_index)
             skip = () if (range_index, action_index) == positions[0] else ("device__attribute_",)
-            records.append(_read_action(action, range_index, action_index, ncu_report, kinds, skip))
+            records.append(_read_action(action, range_index, action_index, ncu_report, kinds, skip, keep))
     _raise_on(errors)
     return records
 
 
-def _read_all_actions(report: str, positions: list[tuple[int, int]]) -> list[_ActionRecord]:
+def _read_all_actions(report: str, positions: list[tuple[int, int]], keep: frozenset[str] | None) -> list[_ActionRecord]:
     """All actions, split over worker processes when the report is large.
 
     ncu-report's native action loading dominates (about 60 ms per H100 full-set action)
@@ -391,11 +395,11 @@ def _read_all_actions(report: str, positions: list[tuple[int, int]]) -> list[_Ac
     """
     workers = min(os.cpu_count() or 1, _MAX_WORKERS, len(positions) // _ACTIONS_PER_WORKER)
     if workers < 2:
-        return _read_actions(report, positions)
+        return _read_actions(report, positions, keep)
     chunks = [positions[i::workers] for i in range(workers)]
     # Every chunk must read device attributes once: reading them is keyed to its first action.
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        parts = list(pool.map(_read_actions, [report] * workers, chunks))
+        parts = list(pool.map(_read_actions, [report] * workers, chunks, [keep] * workers))
     return sorted((record for part in parts for record in part), key=lambda r: (r.range_index, r.action_index))
 
 
@@ -427,14 +431,14 @@ def _kernel(kid: int, record: _ActionRecord, device_id: int, source_loader) -> K
     )
 
 
-def _profile_from_context(path: Path, report: Path, context, ncu_report) -> Profile:
+def _profile_from_context(path: Path, report: Path, context, ncu_report, keep: frozenset[str] | None = None) -> Profile:
     positions = [(r, a) for r in range(context.num_ranges()) for a in range(context.range_by_idx(r).num_actions())]
     if not positions:
         raise ProfileError(path, "report holds no profiled kernels (empty or corrupt)")
     kernels: list[Kernel] = []
     raw: dict[int, dict[str, tuple[float, str]]] = {}
     devices: dict[int, Device] = {}
-    for kid, record in enumerate(_read_all_actions(str(report), positions)):
+    for kid, record in enumerate(_read_all_actions(str(report), positions, keep)):
         device_id = int(record.raw.get("launch__device_id", (0, ""))[0])
         if device_id not in devices:
             devices[device_id] = _device({**{k: v for k, (v, _) in record.raw.items()}, **record.strings})
