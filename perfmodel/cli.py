@@ -58,33 +58,39 @@ def predict(profile_path: str, gpu_id: str, kernel: str | None, fmt: str) -> Non
     kernels = profile.select(kernel)
     if not kernels:
         raise KeetError(f"{profile.source}: no kernel matches {kernel!r}")
-    predictions = []
+    results: list[dict] = []
     for k in kernels:
         try:
-            predictions.append(predict_kernel(hardware, features(profile, k)))
-        except ValueError as exc:
-            raise KeetError(f"{profile.source}: {exc}") from None
+            results.append(predict_kernel(hardware, features(profile, k)).as_dict())
+        except ValueError as exc:  # the launch cannot run on the target (a block exceeds a limit)
+            results.append({"name": k.name, "predicted_ns": None, "error": str(exc)})
     if fmt == "json":
-        click.echo(json.dumps({"gpu": hardware.id, "kernels": [p.as_dict() for p in predictions]}, indent=1))
+        click.echo(json.dumps({"gpu": hardware.id, "kernels": results}, indent=1))
         return
     click.echo(f"{profile.source} -> {hardware.name}")
-    for p in predictions:
-        parts = ", ".join(f"{name} {si(ns, 'ns')}" for name, ns in list(p.breakdown.items())[:4])
-        click.echo(f"  {p.name}: {si(p.predicted_ns, 'ns')} ({p.bound}-bound; {parts})")
+    for r in results:
+        if r["predicted_ns"] is None:
+            click.echo(f"  {r['name']}: not predicted: {r['error']}")
+            continue
+        parts = ", ".join(f"{name} {si(ns, 'ns')}" for name, ns in list(r["breakdown"].items())[:4])
+        at_least = ">= " if r["lower_bound"] else ""
+        click.echo(f"  {r['name']}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})")
 
 
 @cli.command()
 @click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=MANIFEST, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 def validate(manifest: Path, fmt: str) -> None:
-    """Model error on the measured zoo, per setting, beside the naive roofline."""
-    from perfmodel.validate import markdown, rows, summary
+    """Model error on the measured zoo, per setting, beside the naive roofline (markdown: the
+    whole of docs/validation.md)."""
+    from perfmodel.validate import document, rows, summary, zoo_features
 
-    all_rows = rows(manifest)
     if fmt == "json":
+        manifest_data = json.loads(manifest.read_text())
+        all_rows = rows(manifest_data, zoo_features(manifest_data, manifest.parent))
         click.echo(json.dumps({"summary": summary(all_rows), "rows": [r.__dict__ for r in all_rows]}, indent=1))
     else:
-        click.echo(markdown(all_rows))
+        click.echo(document(manifest), nl=False)
 
 
 @cli.command()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from perfmodel import occupancy
 from perfmodel.features import KernelFeatures
 from perfmodel.hardware import GPU
+from perfmodel.retarget import retarget, source_gpu
 
 SECTOR_BYTES = 32
 SHARED_WAVEFRONT_BYTES = 128
@@ -31,9 +32,10 @@ class Prediction:
     breakdown: dict[str, float]  # component -> ns it would take alone
     inputs: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    missing_parameters: list[str] = field(default_factory=list)  # limits left out: the time is a lower bound
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "predicted_ns": self.predicted_ns, "bound": self.bound,
+        return {"name": self.name, "predicted_ns": self.predicted_ns, "bound": self.bound, "lower_bound": bool(self.missing_parameters),
                 "breakdown": self.breakdown, "inputs": self.inputs, "notes": self.notes}
 
 
@@ -105,95 +107,170 @@ def _atomic_bounds(gpu: GPU, counts: dict[str, float], atomics: float, clock: fl
     return bounds
 
 
+# Components by where they run: the SM's pipes, issue and L1 (per-SM work), and the memory
+# system beyond the SM. The two sides overlap imperfectly (docs/model.md, "Combining").
+SM_SIDE = ("issue", "fma", "fp64", "alu", "sfu", "lsu", "tensor", "l1_shared", "barrier")
+MEMORY_SIDE = ("l2", "dram", "atomics", "atomics_hot_address")
+
+
+def combine(sm_side: float, memory_side: float, exponent: float | None) -> float:
+    """Time of SM-side and memory-side work that overlap imperfectly: the p-norm
+    (t_sm^p + t_mem^p)^(1/p), p = overlap_exponent fitted on the arithmetic-intensity sweep
+    of our microbenchmarks (p -> infinity is perfect overlap: the larger of the two)."""
+    if not exponent or sm_side <= 0 or memory_side <= 0:
+        return max(sm_side, memory_side)
+    return float((sm_side**exponent + memory_side**exponent) ** (1.0 / exponent))
+
+
 def predict(gpu: GPU, work: KernelFeatures) -> Prediction:
+    """Predicted time of the work on `gpu`; work counted on another GPU is retargeted first
+    (perfmodel/retarget.py) and the notes say how."""
+    notes: list[str] = []
+    source = source_gpu(work)
+    if source is not None and source.id != gpu.id:
+        work, notes = retarget(work, source, gpu)
     clock = gpu.require("clock_boost_hz")
     sms = int(gpu.require("sm_count"))
     warp = gpu.require("warp_size")
-    notes: list[str] = []
 
-    occ = occupancy.nvidia(gpu, work.threads_per_block, work.registers_per_thread or 0, work.shared_bytes_per_block or 0)
+    occ = occupancy.for_gpu(gpu, work.threads_per_block, work.registers_per_thread or 0, work.shared_bytes_per_block or 0)
     if occ.blocks_per_sm == 0:
         raise ValueError(f"{work.name} cannot launch on {gpu.id}: a block exceeds a per-SM limit ({occ.limits})")
     waves = work.grid_blocks / (occ.blocks_per_sm * sms)
+    rounds = math.ceil(waves) if waves >= 1 else 1
     busy_sms = min(sms, work.grid_blocks)
     # SM-local work runs in ceil(waves) rounds when the grid is a few waves; many waves even out.
-    quantisation = math.ceil(waves) / waves if waves >= 1 else 1.0
-    sm_seconds = 1.0 / (busy_sms * clock)  # seconds per (per-SM cycle of work) spread over busy SMs
+    quantisation = rounds / waves if waves >= 1 else 1.0
+    sm_seconds = quantisation / (busy_sms * clock)  # seconds per per-SM cycle of work, spread over busy SMs
 
     counts = work.counts
     pipes = work.warp_instructions_by_pipe
     bounds: dict[str, float] = {}
+    missing: list[str] = []
 
-    def pipe_bound(name: str, instructions: float, lanes_per_clk: float | None) -> None:
-        if instructions and lanes_per_clk:
-            bounds[name] = instructions * warp / lanes_per_clk * sm_seconds * quantisation
+    def rate(param: str, fallback: str | None = None) -> float | None:
+        return gpu.value(param) or (gpu.value(fallback) if fallback else None)
 
-    # The FMA pipe executes FP32 arithmetic and integer multiply-adds (IMAD); the ALU pipe the
-    # other integer and logic operations.
-    pipe_bound("fma", pipes.get("fp32", 0.0) + pipes.get("int_fma", 0.0), gpu.value("fp32_flops_per_clk_per_sm", 0) / 2)
-    pipe_bound("fp64", pipes.get("fp64", 0.0), gpu.value("fp64_flops_per_clk_per_sm", 0) / 2)
-    pipe_bound("alu", pipes.get("alu", 0.0), gpu.value("int32_ops_per_clk_per_sm"))
-    pipe_bound("sfu", pipes.get("xu", 0.0), gpu.value("sfu_ops_per_clk_per_sm"))
-    pipe_bound("lsu", pipes.get("lsu", 0.0), gpu.value("lsu_ops_per_clk_per_sm"))
+    def bound(name: str, amount: float, per_second: float | None, param: str) -> None:
+        if amount and per_second:
+            bounds[name] = amount / per_second
+        elif amount:
+            missing.append(f"{name} ({param})")
+
+    # Pipes (lanes per clock per SM): the FMA pipe executes FP32 arithmetic and integer
+    # multiply-adds (IMAD); the ALU the other integer and logic operations.
+    per_sm = 1.0 / sm_seconds
+    for name, instructions, lanes, param in (
+            ("fma", pipes.get("fp32", 0.0) + pipes.get("int_fma", 0.0), (gpu.value("fp32_flops_per_clk_per_sm") or 0) / 2, "fp32_flops_per_clk_per_sm"),
+            ("fp64", pipes.get("fp64", 0.0), (gpu.value("fp64_flops_per_clk_per_sm") or 0) / 2, "fp64_flops_per_clk_per_sm"),
+            ("alu", pipes.get("alu", 0.0), gpu.value("int32_ops_per_clk_per_sm"), "int32_ops_per_clk_per_sm"),
+            ("sfu", pipes.get("xu", 0.0), gpu.value("sfu_ops_per_clk_per_sm"), "sfu_ops_per_clk_per_sm")):
+        bound(name, instructions * warp, lanes * per_sm if lanes else None, param)
+    if lsu := gpu.value("lsu_ops_per_clk_per_sm"):  # optional: the L1/shared bound covers the same data path
+        bound("lsu", pipes.get("lsu", 0.0) * warp, lsu * per_sm, "lsu_ops_per_clk_per_sm")
     total_instructions = counts.get("instructions") or sum(pipes.values())
-    if total_instructions:
-        bounds["issue"] = total_instructions / gpu.require("schedulers_per_sm") * sm_seconds * quantisation
-    tensor_clocks = sum(count * _tensor_flops_per_instruction(op) / rate for op, count in work.tensor_instructions.items()
-                        if (rate := _tensor_rate(gpu, op)))
+    bound("issue", total_instructions, gpu.require("schedulers_per_sm") * per_sm, "schedulers_per_sm")
+    tensor_flops = {op: count * _tensor_flops_per_instruction(op) for op, count in work.tensor_instructions.items()}
+    tensor_clocks = sum(flops / r for op, flops in tensor_flops.items() if (r := _tensor_rate(gpu, op)))
     if tensor_clocks:
-        bounds["tensor"] = tensor_clocks * sm_seconds * quantisation
+        bounds["tensor"] = tensor_clocks * sm_seconds
+    if any(flops and not _tensor_rate(gpu, op) for op, flops in tensor_flops.items()):
+        missing.append("tensor (tensor_*_flops_per_clk_per_sm)")
 
     shared_wavefronts = counts.get("shared_load_wavefronts", 0.0) + counts.get("shared_store_wavefronts", 0.0)
     l1_sectors = sum(counts.get(n, 0.0) for n in ("global_load_sectors", "global_store_sectors", "local_load_sectors", "local_store_sectors"))
     l1_rate = gpu.value("shared_bandwidth_bytes_per_clk_per_sm")
-    if l1_rate and (shared_wavefronts or l1_sectors):
-        l1_bytes = shared_wavefronts * SHARED_WAVEFRONT_BYTES + l1_sectors * SECTOR_BYTES
-        bounds["l1_shared"] = l1_bytes / l1_rate * sm_seconds * quantisation
+    bound("l1_shared", shared_wavefronts * SHARED_WAVEFRONT_BYTES + l1_sectors * SECTOR_BYTES, l1_rate * per_sm if l1_rate else None,
+          "shared_bandwidth_bytes_per_clk_per_sm")
+    if work.barriers:
+        bounds.update(_barrier_bound(gpu, work, occ, total_instructions, rounds, clock))
 
     l2_sectors = sum(counts.get(n, 0.0) for n in ("l2_sectors_read", "l2_sectors_write", "l2_sectors_atomic"))
     l2_rate = gpu.value("l2_bandwidth_bytes_per_clk")
     if l2_sectors and l2_rate:
         # A sector written only in part (scattered 4-byte stores) costs the L2 a
         # read-modify-write: such sectors go at the measured scattered-store rate.
-        partial = _partial_store_sectors(counts)
-        partial_rate = gpu.value("l2_scattered_store_sectors_per_clk")
-        if not partial_rate:
-            partial = 0.0
-        bounds["l2"] = ((l2_sectors - partial) * SECTOR_BYTES / l2_rate + (partial / partial_rate if partial else 0.0)) / clock
+        partial = _partial_store_sectors(counts) if gpu.value("l2_scattered_store_sectors_per_clk") else 0.0
+        bounds["l2"] = ((l2_sectors - partial) * SECTOR_BYTES / l2_rate
+                        + (partial / gpu.value("l2_scattered_store_sectors_per_clk") if partial else 0.0)) / clock
+    elif l2_sectors:
+        missing.append("l2 (l2_bandwidth_bytes_per_clk)")
 
-    dram_bytes = counts.get("dram_bytes_read", 0.0) + counts.get("dram_bytes_write", 0.0)
-    dram_rate = gpu.value("dram_achievable_bytes_per_s") or gpu.value("dram_bandwidth_bytes_per_s")
-    if dram_bytes and dram_rate:
-        bounds["dram"] = dram_bytes / dram_rate
+    # DRAM: reads and writes at their own measured rates where calibrated (HBM turns the bus
+    # around between them), else both at the achievable (or vendor) bandwidth.
+    dram_read, dram_write = counts.get("dram_bytes_read", 0.0), counts.get("dram_bytes_write", 0.0)
+    any_rate = rate("dram_achievable_bytes_per_s", "dram_bandwidth_bytes_per_s")
+    read_rate, write_rate = rate("dram_read_bytes_per_s") or any_rate, rate("dram_write_bytes_per_s") or any_rate
+    if (dram_read or dram_write) and read_rate and write_rate:
+        bounds["dram"] = dram_read / read_rate + dram_write / write_rate
+    elif dram_read or dram_write:
+        missing.append("dram (dram_bandwidth_bytes_per_s)")
 
     atomics = counts.get("l2_sectors_atomic", 0.0)
     if atomics:
         bounds.update(_atomic_bounds(gpu, counts, atomics, clock))
+        if "atomics" not in bounds:
+            missing.append("atomics (atomic_ops_per_clk)")
 
-    # Latency (Little's law at its worst: every warp waits for its loads one at a time, while
-    # the warps of a round overlap). A load's latency is the mix of L1, L2 and DRAM latencies
-    # in the proportions its sectors were served (hit fractions from the sector counts).
-    loads = counts.get("global_load_requests", 0.0) + counts.get("local_load_sectors", 0.0) / 4
-    latency = _load_latency_cycles(gpu, counts)
-    if latency and loads:
-        loads_per_warp = loads / (work.grid_blocks * occ.warps_per_block)
-        rounds = math.ceil(waves) if waves >= 1 else 1
-        bounds["latency"] = rounds * loads_per_warp * latency / clock
+    latency = _latency_bound(gpu, work, occ, rounds, clock)
+    if latency:
+        bounds["latency"] = latency
 
-    launch = gpu.value("launch_overhead_ns")
-    bound, seconds = max(bounds.items(), key=lambda item: item[1]) if bounds else ("launch", 0.0)
+    sm_time = max((bounds[n] for n in SM_SIDE if n in bounds), default=0.0)
+    memory_time = max((bounds[n] for n in MEMORY_SIDE if n in bounds), default=0.0)
+    overlap = gpu.value("overlap_exponent")
+    seconds = max(combine(sm_time, memory_time, overlap), bounds.get("latency", 0.0))
+    bound_name = max(bounds.items(), key=lambda item: item[1])[0] if bounds else "launch"
     predicted_ns = seconds * 1e9
+    launch = gpu.value("launch_overhead_ns")
     if launch and predicted_ns < launch:
-        bound, predicted_ns = "launch", launch
+        bound_name, predicted_ns = "launch", launch
         notes.append("the kernel's work takes less than one launch: the launch cost is the floor")
+    elif not launch:
+        missing.append("launch (launch_overhead_ns)")
+    if missing:
+        notes.append(f"{gpu.id} has no parameter for: {', '.join(missing)}; those limits are left out, so the "
+                     "prediction is a lower bound")
     return Prediction(
         gpu=gpu.id,
         name=work.name,
         predicted_ns=predicted_ns,
-        bound=bound,
+        bound=bound_name,
         breakdown={name: value * 1e9 for name, value in sorted(bounds.items(), key=lambda item: -item[1])},
         inputs={"waves": waves, "blocks_per_sm": occ.blocks_per_sm, "theoretical_occupancy": occ.theoretical,
-                "busy_sms": busy_sms, "dram_bytes": dram_bytes, "l2_sectors": l2_sectors,
-                "instructions": total_instructions},
+                "busy_sms": busy_sms, "dram_bytes": dram_read + dram_write, "l2_sectors": l2_sectors,
+                "instructions": total_instructions, "sm_side_ns": sm_time * 1e9, "memory_side_ns": memory_time * 1e9},
         notes=notes,
+        missing_parameters=missing,
     )
+
+
+def _latency_bound(gpu: GPU, work: KernelFeatures, occ, rounds: int, clock: float) -> float | None:
+    """Little's law at its worst: every warp waits for its loads one at a time, while the
+    warps of a round overlap. A load's latency is the mix of L1, L2 and DRAM latencies in the
+    proportions its sectors were served (hit fractions from the sector counts)."""
+    counts = work.counts
+    loads = counts.get("global_load_requests", 0.0) + counts.get("local_load_sectors", 0.0) / 4
+    latency = _load_latency_cycles(gpu, counts)
+    if not latency or not loads:
+        return None
+    loads_per_warp = loads / (work.grid_blocks * occ.warps_per_block)
+    return rounds * loads_per_warp * latency / clock
+
+
+def _barrier_bound(gpu: GPU, work: KernelFeatures, occ, instructions: float, rounds: int, clock: float) -> dict[str, float]:
+    """Between two barriers a block issues its warps' instructions, then waits for the last
+    warp to arrive and the barrier to release (barrier_cycles, measured) and, when it reads
+    shared memory after the barrier, for that load (shared_latency_cycles). The blocks of an
+    SM hide each other's waits, which the issue bound already counts; what no other block can
+    hide is one block's chain: intervals x (issue of one block + barrier + shared load)."""
+    barrier = gpu.value("barrier_cycles")
+    if not barrier:
+        return {}
+    warps = work.grid_blocks * occ.warps_per_block
+    intervals = work.barriers / warps  # barriers each warp passes
+    block_issue = instructions / warps / intervals * occ.warps_per_block / gpu.require("schedulers_per_sm")
+    shared_wait = gpu.value("shared_latency_cycles", 0.0) if work.counts.get("shared_load_wavefronts") else 0.0
+    return {"barrier": rounds * intervals * (block_issue + barrier + shared_wait) / clock}
+
+

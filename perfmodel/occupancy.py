@@ -6,7 +6,10 @@ memory) and the GPU's hardware file. The NVIDIA calculator follows the CUDA Occu
 Calculator's rules (register file split between the SM's sub-partitions, registers
 allocated per warp in units of `register_alloc_unit_per_warp`, shared memory allocated in
 `shared_alloc_unit_bytes` plus `shared_reserved_per_block_bytes` per block) and is tested
-against Nsight Compute's launch__occupancy_limit_* values of our zoo reports.
+against Nsight Compute's launch__occupancy_limit_* values of our zoo reports. The AMD
+calculator follows the LLVM AMDGPU backend's rules (AMDGPUBaseInfo.cpp: waves per EU, the
+VGPR allocation granule, getMaxWorkGroupsPerCU's 16 barriers, which single-wave workgroups do
+not use). :func:`for_gpu` picks the calculator from the hardware file's vendor.
 """
 
 from __future__ import annotations
@@ -78,7 +81,11 @@ def amd_cdna(gpu: GPU, threads_per_block: int, vgprs_per_thread: int, lds_bytes_
     max_waves = int(gpu.require("max_warps_per_sm"))
     waves_per_block = math.ceil(threads_per_block / wave)
     # Waves of a workgroup are spread over the SIMDs; a CU holds max_waves in total.
-    limits = {"warps": max_waves // waves_per_block, "blocks": int(gpu.require("max_blocks_per_sm"))}
+    limits = {"warps": max_waves // waves_per_block}
+    # Workgroups of more than one wave each hold one of the CU's workgroup barriers
+    # (max_blocks_per_sm); single-wave workgroups need none and are limited by wave slots only
+    # (LLVM AMDGPU backend, AMDGPUBaseInfo.cpp, getMaxWorkGroupsPerCU).
+    limits["blocks"] = int(gpu.require("max_blocks_per_sm")) if waves_per_block > 1 else max_waves
 
     granule = gpu.value("register_alloc_unit_per_warp", 8)
     registers = _round_up(vgprs_per_thread, granule) + _round_up(agprs_per_thread, granule)
@@ -95,3 +102,21 @@ def amd_cdna(gpu: GPU, threads_per_block: int, vgprs_per_thread: int, lds_bytes_
         limits["shared"] = int(gpu.require("shared_per_sm_bytes") // per_block)
     blocks = max(0, min(limits.values()))
     return Occupancy(limits, blocks, waves_per_block, max_waves)
+
+
+def for_gpu(gpu: GPU, threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int, *,
+            shared_carveout_bytes: int | None = None, sgprs_per_wave: int = 0, agprs_per_thread: int = 0) -> Occupancy:
+    """Occupancy on any GPU of the database: the NVIDIA calculator or the AMD CDNA one by vendor.
+
+    On AMD, ``registers_per_thread`` is the kernel's architectural VGPR count per lane (a CUDA
+    register count carried over from an NVIDIA profile is used as such: both are 32-bit
+    registers per thread) and ``shared_bytes_per_block`` its LDS; the NVIDIA-only carve-out is
+    ignored there, the AMD-only SGPR/AGPR counts are ignored on NVIDIA.
+    """
+    if gpu.vendor == "amd":
+        return amd_cdna(gpu, threads_per_block, registers_per_thread, shared_bytes_per_block,
+                        sgprs_per_wave=sgprs_per_wave, agprs_per_thread=agprs_per_thread)
+    if gpu.vendor == "nvidia":
+        return nvidia(gpu, threads_per_block, registers_per_thread, shared_bytes_per_block,
+                      shared_carveout_bytes=shared_carveout_bytes)
+    raise ValueError(f"{gpu.id}: no occupancy calculator for vendor {gpu.vendor!r}")

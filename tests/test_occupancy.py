@@ -54,3 +54,42 @@ def test_amd_cdna_vgpr_and_lds_limits():
     assert vgpr_heavy.limiter == "registers" and vgpr_heavy.theoretical == pytest.approx(0.25)
     lds_heavy = occupancy.amd_cdna(mi300x, 256, 32, 64 * 1024)
     assert lds_heavy.limiter == "shared" and lds_heavy.blocks_per_sm == 1
+
+
+def test_for_gpu_dispatches_by_vendor():
+    for gpu_id in ("h100", "a100", "b200"):
+        hardware = gpu(gpu_id)
+        assert occupancy.for_gpu(hardware, 256, 64, 4096) == occupancy.nvidia(hardware, 256, 64, 4096)
+    for gpu_id in ("mi300x", "mi300a", "mi250x"):
+        hardware = gpu(gpu_id)
+        assert occupancy.for_gpu(hardware, 256, 64, 4096) == occupancy.amd_cdna(hardware, 256, 64, 4096)
+
+
+def test_same_launch_differs_between_an_sm_and_a_cu():
+    """256 threads, 32 registers, 48 KiB shared: H100 fits 4 blocks per SM (shared limit, 50% of 64
+    warps); a CDNA CU has 64 KiB of LDS, so 1 block = 4 of its 32 wave slots."""
+    h100 = occupancy.for_gpu(gpu("h100"), 256, 32, 48 * 1024)
+    cu = occupancy.for_gpu(gpu("mi300x"), 256, 32, 48 * 1024)
+    assert (h100.blocks_per_sm, h100.limiter, h100.warps_per_block) == (4, "shared", 8)
+    assert (cu.blocks_per_sm, cu.limiter, cu.warps_per_block) == (1, "shared", 4)
+    assert cu.theoretical == pytest.approx(4 / 32)
+
+
+def test_amd_wavefront_vgpr_granule_and_waves_per_simd():
+    mi250x = gpu("mi250x")
+    # 100 VGPRs round up to 104 (granule 8): 512 // 104 = 4 waves per SIMD, 16 per CU.
+    occ = occupancy.for_gpu(mi250x, 64, 100, 0)
+    assert occ.warps_per_block == 1 and occ.blocks_per_sm == 16 and occ.limiter == "registers"
+    # AGPRs share the file: 64 VGPRs + 64 AGPRs allocate 128, 4 waves per SIMD.
+    assert occupancy.for_gpu(mi250x, 256, 64, 0, agprs_per_thread=64).blocks_per_sm == 4
+    # 1024 threads = 16 wavefronts: 2 workgroups fill the 32 wave slots.
+    assert occupancy.for_gpu(mi250x, 1024, 32, 0).blocks_per_sm == 2
+
+
+def test_single_wave_workgroups_use_no_barrier_slot():
+    """LLVM AMDGPUBaseInfo getMaxWorkGroupsPerCU: one-wave workgroups are limited by wave slots (32),
+    multi-wave ones also by the 16 barriers."""
+    mi300x = gpu("mi300x")
+    assert occupancy.for_gpu(mi300x, 64, 32, 0).blocks_per_sm == 32
+    assert occupancy.for_gpu(mi300x, 32, 32, 0).blocks_per_sm == 32
+    assert occupancy.for_gpu(mi300x, 128, 32, 0).blocks_per_sm == 16

@@ -8,9 +8,10 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from keet.errors import KeetError
@@ -57,7 +58,7 @@ def gpu_ids() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def gpu(gpu_id: str) -> GPU:
     """The hardware description of a GPU id (h100, h200, b200, a100, mi300a, mi300x, mi250x)."""
     key = gpu_id.lower()
@@ -70,3 +71,29 @@ def gpu(gpu_id: str) -> GPU:
         for name, entry in data.get("params", {}).items()
     }
     return GPU(head["id"], head["name"], head["vendor"], head["arch"], head.get("compute_capability"), params)
+
+
+# Device names as the profilers report them (Nsight Compute's device__attribute_display_name,
+# nvidia-smi, rocprof's agent marketing name) -> hardware id. Only the exact products the files
+# describe match: an H100 PCIe / NVL, an A100 40GB or PCIe, a GB200 or an MI250 (not X) differ
+# in SM count, clocks or memory and get None rather than a near miss.
+_DEVICE_PATTERNS = (
+    (r"\bH100\b(?!.*\b(PCIe|NVL)\b)", "h100"),
+    (r"\bH200\b(?!.*\bNVL\b)", "h200"),
+    (r"(?<![A-Z])B200\b", "b200"),
+    (r"\bA100\b.*\b80\s?GB\b(?!.*PCIE)", "a100"),
+    (r"\bMI300X\b", "mi300x"),
+    (r"\bMI300A\b", "mi300a"),
+    (r"\bMI250X\b", "mi250x"),
+)
+
+
+def gpu_id_for_device_name(name: str | None) -> str | None:
+    """The hardware id of a profiled device's name ("NVIDIA H100 80GB HBM3" -> "h100"), or None
+    when the name is not one of the products the database describes."""
+    if not name:
+        return None
+    for pattern, gpu_id in _DEVICE_PATTERNS:
+        if re.search(pattern, name, flags=re.IGNORECASE):
+            return gpu_id
+    return None
