@@ -260,11 +260,13 @@ def _latency_bound(gpu: GPU, work: KernelFeatures, occ, rounds: int, clock: floa
 
 def _barrier_bound(gpu: GPU, work: KernelFeatures, occ, instructions: float, rounds: int, clock: float) -> dict[str, float]:
     """Between two barriers a block issues its warps' instructions, then waits for the last
-    warp to arrive and the barrier to release (barrier_cycles, measured) and, when it reads
+    warp to arrive and the barrier to release (barrier_base_cycles + barrier_cycles_per_warp x
+    warps per block, measured) and, when it reads
     shared memory after the barrier, for that load (shared_latency_cycles). The blocks of an
     SM hide each other's waits, which the issue bound already counts; what no other block can
     hide is one block's chain: intervals x (issue of one block + barrier + shared load)."""
-    barrier = gpu.value("barrier_cycles")
+    base, per_warp = gpu.value("barrier_base_cycles"), gpu.value("barrier_cycles_per_warp")
+    barrier = base + per_warp * occ.warps_per_block if base is not None and per_warp is not None else gpu.value("barrier_cycles")
     if not barrier:
         return {}
     warps = work.grid_blocks * occ.warps_per_block

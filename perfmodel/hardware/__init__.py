@@ -64,7 +64,12 @@ def gpu(gpu_id: str) -> GPU:
     key = gpu_id.lower()
     if key not in gpu_ids():
         raise UnknownGPU(gpu_id)
-    data = tomllib.loads(resources.files(__name__).joinpath(f"{key}.toml").read_text())
+    return parse(resources.files(__name__).joinpath(f"{key}.toml").read_text())
+
+
+def parse(text: str) -> GPU:
+    """A GPU from the text of a hardware file."""
+    data = tomllib.loads(text)
     head = data["gpu"]
     params = {
         name: Param(name, float(entry["value"]), entry.get("unit", ""), entry["source"], entry["ref"], entry.get("note", ""))

@@ -1,0 +1,107 @@
+"""Model parameters fitted from a calibration file's raw measurements (microbench/runner.py
+output), on top of the parameters the runner derives itself.
+
+- dram_read_bytes_per_s / dram_write_bytes_per_s: the read-only and write-only streams,
+  measured separately because HBM turns its bus around between reads and writes;
+- barrier_base_cycles / barrier_cycles_per_warp: __syncthreads cost as a line in the block's
+  warps, from the barrier sweep;
+- overlap_exponent: how imperfectly SM-side and memory-side time overlap (docs/model.md,
+  "Combining"), the least-squares fit of the `mix` sweep's times (a stream doing N FMAs per
+  loaded float) to the p-norm of that benchmark's own FMA-pipe and DRAM bounds.
+
+Only microbenchmark data enters: no zoo kernel and no profile.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from perfmodel.hardware import GPU
+
+EXPONENT_RANGE = (1.0, 16.0)  # 1: no overlap (the sum); 16: indistinguishable from the maximum
+
+
+def _accepted(doc: dict, bench: str) -> list[dict]:
+    return [r for r in doc.get("results", []) if r.get("bench") == bench and not r.get("stats", {}).get("rejected", True)
+            and "sweep" not in r]
+
+
+def _param(doc: dict, hardware: GPU, name: str) -> float | None:
+    entry = doc.get("parameters", {}).get(name)
+    return float(entry["value"]) if entry else hardware.value(name)
+
+
+def dram_rates(doc: dict) -> dict[str, dict]:
+    """Read-only and write-only DRAM bandwidth of the run (the `dram` benchmark's read and
+    write streams: bytes per run / median time)."""
+    out = {}
+    streams = {r["name"]: r for r in _accepted(doc, "dram")}
+    for param, name in (("dram_read_bytes_per_s", "read"), ("dram_write_bytes_per_s", "write")):
+        r = streams.get(name)
+        if r and r.get("bytes_per_s"):
+            out[param] = {"value": r["bytes_per_s"], "unit": "B/s",
+                          "from": f"dram_bandwidth ({name}): {r['bytes'] / 2**30:.0f} GiB per run / median time of "
+                                  f"{r['stats']['n']} runs, whole GPU, 128-bit accesses"}
+    return out
+
+
+def overlap_exponent(doc: dict, hardware: GPU, rates: dict[str, dict]) -> dict | None:
+    """Fit p in t = (t_fma^p + t_dram^p)^(1/p) over the mix sweep. t_fma = FLOPs /
+    (fp32_flops_per_clk_per_sm x SMs x the run's SM clock); t_dram = bytes read / read rate +
+    bytes written / write rate (half of the sweep's bytes each: one float loaded, one stored)."""
+    points = [r for r in _accepted(doc, "mix") if r.get("flops") is not None]
+    sms = hardware.value("sm_count")
+    per_sm = _param(doc, hardware, "fp32_flops_per_clk_per_sm")
+    clock_default = _param(doc, hardware, "sm_clock_measured_hz") or hardware.value("clock_boost_hz")
+    any_rate = _param(doc, hardware, "dram_achievable_bytes_per_s")
+    read = rates.get("dram_read_bytes_per_s", {}).get("value") or any_rate
+    write = rates.get("dram_write_bytes_per_s", {}).get("value") or any_rate
+    if len(points) < 4 or not (sms and per_sm and read and write):
+        return None
+    measured, fma, dram = [], [], []
+    for r in points:
+        clock = r.get("sm_clock_hz") if (r.get("sm_clock_hz") or 0) > 1e8 else clock_default
+        measured.append(r["stats"]["median"] * 1e-3)
+        fma.append(r["flops"] / (per_sm * sms * clock))
+        dram.append(r["bytes"] / 2 / read + r["bytes"] / 2 / write)
+    measured, fma, dram = np.array(measured), np.array(fma), np.array(dram)
+
+    def log_error(p: float) -> float:
+        predicted = (fma**p + dram**p) ** (1.0 / p)
+        return float(np.sum((np.log(predicted) - np.log(measured)) ** 2))
+
+    best = minimize_scalar(log_error, bounds=EXPONENT_RANGE, method="bounded")
+    p = float(best.x)
+    rms = math.sqrt(best.fun / len(points))
+    at_max = math.sqrt(log_error(EXPONENT_RANGE[1]) / len(points))
+    return {"value": round(p, 3), "unit": "",
+            "from": f"mix: least-squares fit (log time) of {len(points)} arithmetic intensities (N = "
+                    f"{', '.join(str(r['fma_per_element']) for r in points)} FMAs per float) to "
+                    f"(t_fma^p + t_dram^p)^(1/p); rms log error {rms:.3f} (plain maximum: {at_max:.3f})"}
+
+
+def barrier_cost(doc: dict) -> dict[str, dict]:
+    """__syncthreads cost as a line in the warps per block: the barrier sweep with one block
+    per SM, cycles = base + per_warp x warps (the last warp's arrival is what grows)."""
+    points = [(r["warps_per_block"], r["cycles_per_barrier"]) for r in doc.get("sweeps", {}).get("barrier", [])
+              if r.get("blocks_per_sm") == 1 and r.get("cycles_per_barrier")]
+    if len(points) < 3:
+        return {}
+    warps, cycles = np.array(points, dtype=float).T
+    per_warp, base = np.polyfit(warps, cycles, 1)
+    worst = float(np.max(np.abs(base + per_warp * warps - cycles)))
+    where = (f"barrier: least-squares line through the {len(points)} points of the sweep at one block per SM "
+             f"({', '.join(f'{w:g} warps {c:.0f}' for w, c in points)} cycles per barrier); largest residual {worst:.1f} cycles")
+    return {"barrier_base_cycles": {"value": round(float(base), 2), "unit": "cycle", "from": where},
+            "barrier_cycles_per_warp": {"value": round(float(per_warp), 3), "unit": "cycle/warp", "from": where}}
+
+
+def fitted_parameters(doc: dict, hardware: GPU) -> dict[str, dict]:
+    """Parameters fitted from the calibration file, as {name: {value, unit, from}}."""
+    out = dram_rates(doc) | barrier_cost(doc)
+    if (overlap := overlap_exponent(doc, hardware, out)) is not None:
+        out["overlap_exponent"] = overlap
+    return out

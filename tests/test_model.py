@@ -1,0 +1,92 @@
+"""perfmodel.model: the bounds, the overlap rule and the lower-bound marking, on synthetic work."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from perfmodel.features import KernelFeatures
+from perfmodel.hardware import Param, gpu
+from perfmodel.model import _tensor_flops_per_instruction, combine, predict
+
+
+def work(**counts) -> KernelFeatures:
+    pipes = counts.pop("pipes", {})
+    return KernelFeatures(name="k", grid_blocks=132 * 8, threads_per_block=256, registers_per_thread=32,
+                          shared_bytes_per_block=0, counts=counts, warp_instructions_by_pipe=pipes,
+                          source_gpu="NVIDIA H100 80GB HBM3", l2_bytes_of_source_gpu=50 * 2**20)
+
+
+def with_params(gpu_id: str, **values: float):
+    hw = gpu(gpu_id)
+    params = dict(hw.params) | {k: Param(k, v, "", "microbenchmark", "test") for k, v in values.items()}
+    return dataclasses.replace(hw, params=params)
+
+
+def test_combine_is_a_p_norm_between_sum_and_maximum():
+    assert combine(3.0, 4.0, 2.0) == pytest.approx(5.0)
+    assert combine(3.0, 4.0, 1.0) == pytest.approx(7.0)
+    assert combine(3.0, 4.0, None) == 4.0 and combine(0.0, 4.0, 2.0) == 4.0
+
+
+def test_tensor_flops_from_shape_modifiers():
+    assert _tensor_flops_per_instruction("HMMA.16816.F32") == 2 * 16 * 8 * 16
+    assert _tensor_flops_per_instruction("HGMMA.64x128x16.F32") == 2 * 64 * 128 * 16 / 4  # a warpgroup's four warps
+    assert _tensor_flops_per_instruction("HMMA") == 0.0
+
+
+def test_mma_sync_and_wgmma_use_their_own_rates():
+    hw = with_params("h100", tensor_mma_sync_fp16_flops_per_clk_per_sm=2048, tensor_wgmma_fp16_flops_per_clk_per_sm=4096)
+    sync = dataclasses.replace(work(instructions=1e6), tensor_instructions={"HMMA.16816.F32": 1e6})
+    wg = dataclasses.replace(work(instructions=1e6), tensor_instructions={"HGMMA.64x128x16.F32": 1e6 * 4096 / 65536})
+    # the same FLOPs: wgmma at twice the rate takes half the time
+    assert predict(hw, sync).breakdown["tensor"] == pytest.approx(2 * predict(hw, wg).breakdown["tensor"])
+
+
+def test_a_hot_address_serialises_atomics_only_when_one_slice_carries_most():
+    hw = gpu("h100")
+    spread = predict(hw, work(l2_sectors_atomic=1e6, l2_sectors_busiest_slice=1e6 / 80 * 1.1, instructions=1e5))
+    hot = predict(hw, work(l2_sectors_atomic=1e6, l2_sectors_busiest_slice=1e6 + 100, instructions=1e5))
+    assert "atomics_hot_address" not in spread.breakdown
+    assert hot.bound == "atomics_hot_address"
+    clock = hw.require("clock_boost_hz")
+    assert hot.predicted_ns == pytest.approx(1e6 / (hw.require("atomic_same_address_ops_per_clk") * clock) * 1e9)
+
+
+def test_partial_sector_stores_go_at_the_scattered_store_rate():
+    hw = gpu("h100")
+    whole = predict(hw, work(l2_sectors_write=8e6, global_store_sectors=8e6, global_store_bytes_per_sector=32.0))
+    partial = predict(hw, work(l2_sectors_write=8e6, global_store_sectors=8e6, global_store_bytes_per_sector=4.0))
+    rate = hw.value("l2_scattered_store_sectors_per_clk")
+    if rate is None:
+        pytest.skip("h100 has no calibrated scattered-store rate")
+    expected = (8e6 / 8 * 32 / hw.require("l2_bandwidth_bytes_per_clk") + 8e6 * 7 / 8 / rate) / hw.require("clock_boost_hz")
+    assert partial.breakdown["l2"] == pytest.approx(expected * 1e9)
+    assert partial.breakdown["l2"] > 2 * whole.breakdown["l2"]
+
+
+def test_sm_and_memory_sides_combine_with_the_overlap_exponent():
+    hw = with_params("h100", overlap_exponent=2.0)
+    w = work(dram_bytes_read=3e9, pipes={"fp32": 4e7}, instructions=4e7)
+    p = predict(hw, w)
+    sm, memory = p.inputs["sm_side_ns"], p.inputs["memory_side_ns"]
+    assert sm > 0 and memory > 0
+    assert p.predicted_ns == pytest.approx((sm**2 + memory**2) ** 0.5)
+
+
+def test_a_missing_parameter_makes_a_lower_bound_that_names_it():
+    hw = gpu("h100")
+    reduced = dataclasses.replace(hw, params={k: v for k, v in hw.params.items() if not k.startswith("atomic")})
+    p = predict(reduced, work(l2_sectors_atomic=1e6, instructions=1e5))
+    assert p.missing_parameters and "atomic_ops_per_clk" in p.missing_parameters[0]
+    assert p.as_dict()["lower_bound"] and any("lower bound" in n for n in p.notes)
+    assert not predict(hw, work(l2_sectors_atomic=1e6, instructions=1e5)).missing_parameters
+
+
+def test_barriers_cost_more_with_more_warps_per_block():
+    hw = with_params("h100", barrier_base_cycles=12, barrier_cycles_per_warp=2)
+    small = dataclasses.replace(work(instructions=1e7), threads_per_block=64, grid_blocks=132 * 32, barriers=1e6)
+    large = dataclasses.replace(work(instructions=1e7), threads_per_block=1024, grid_blocks=132 * 2, barriers=1e6)
+    # the same number of barriers per warp in both (the same warps in total): a 32-warp block waits longer
+    assert predict(hw, large).breakdown["barrier"] > predict(hw, small).breakdown["barrier"]
