@@ -22,6 +22,8 @@ import tomllib
 from pathlib import Path
 
 from keet.errors import KeetError
+from perfmodel.fit import fitted_parameters
+from perfmodel.hardware import parse
 
 _HEADER = re.compile(r"^\s*\[")
 _MODEL = re.compile(r"\b(?:MI\d{3}[A-Z]?|[A-Z]{1,2}\d{2,3}[A-Z]?)\b")
@@ -117,6 +119,8 @@ def calibrate(calib_path: str | Path, gpu_id: str, hardware_dir: str | Path, dry
     ref = (f"microbench suite v{calib.get('suite_version', '?')}, {_display_path(calib_path)}, "
            f"{measured} driver {driver}, {date}")
 
+    # and the parameters the model fits from the raw sweeps (perfmodel.fit)
+    params = {**params, **fitted_parameters(calib, parse(text))}
     old_params = hw.get("params", {})
     changes, blocks = [], []
     for name, entry in params.items():

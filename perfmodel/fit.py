@@ -77,7 +77,7 @@ def overlap_exponent(doc: dict, hardware: GPU, rates: dict[str, dict]) -> dict |
     p = float(best.x)
     rms = math.sqrt(best.fun / len(points))
     at_max = math.sqrt(log_error(EXPONENT_RANGE[1]) / len(points))
-    return {"value": round(p, 3), "unit": "",
+    return {"value": round(p, 3), "unit": "1",
             "from": f"mix: least-squares fit (log time) of {len(points)} arithmetic intensities (N = "
                     f"{', '.join(str(r['fma_per_element']) for r in points)} FMAs per float) to "
                     f"(t_fma^p + t_dram^p)^(1/p); rms log error {rms:.3f} (plain maximum: {at_max:.3f})"}

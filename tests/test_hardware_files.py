@@ -37,6 +37,14 @@ COMMON = {
     "atomic_ops_per_clk", "launch_overhead_ns",
     # measured by microbench (perfmodel calibrate)
     "dram_achievable_bytes_per_s", "atomic_same_address_ops_per_clk", "graph_launch_overhead_ns", "sm_clock_measured_hz",
+    "shared_latency_cycles", "shared_conflict_cycles_per_way", "imad_ops_per_clk_per_sm", "fp32_latency_cycles",
+    "fp64_latency_cycles", "int32_latency_cycles", "sfu_latency_cycles", "tensor_mma_sync_fp16_flops_per_clk_per_sm",
+    "tensor_mma_sync_bf16_flops_per_clk_per_sm", "tensor_wgmma_fp16_flops_per_clk_per_sm",
+    "tensor_tcgen05_fp16_flops_per_clk_per_sm", "barrier_cycles", "l2_scattered_store_sectors_per_clk",
+    "l2_scattered_load_sectors_per_clk", "dram_scattered_store_sectors_per_clk", "dram_scattered_load_sectors_per_clk",
+    "tlb_miss_extra_cycles",
+    # fitted from the calibration sweeps (perfmodel.fit)
+    "dram_read_bytes_per_s", "dram_write_bytes_per_s", "barrier_base_cycles", "barrier_cycles_per_warp", "overlap_exponent",
     "fp32_peak_flops", "fp64_peak_flops", "tensor_fp16_peak_flops",
 }
 NVIDIA_EXTRA = {"l2_partitions", "max_warps_per_scheduler"}
@@ -148,6 +156,17 @@ def test_peaks_are_vendor_figures(gpu_id):
             assert "/ 2 GCDs" in params[name]["ref"], name
 
 
+# A per-SM rate measured by microbench (perfmodel calibrate) is an achieved rate: it may fall a
+# few percent short of the vendor peak (FFMA loops reach about 98.5% on H100/H200), never above it.
+MEASURED_SHORTFALL = 0.05
+
+
+def _rate_matches(gpu_id: str, rate: str, peak: float, computed: float) -> bool:
+    if load(gpu_id)["params"][rate]["source"] == "microbenchmark":
+        return (1 - MEASURED_SHORTFALL) * peak <= computed <= (1 + TOLERANCE) * peak
+    return close(peak, computed)
+
+
 def _fp32_check(gpu_id):
     v = values(gpu_id)
     factor = FP32_PACKED_FACTOR.get(gpu_id, 1)
@@ -157,14 +176,15 @@ def _fp32_check(gpu_id):
 @pytest.mark.parametrize("gpu_id", sorted(set(GPU_IDS) - NO_BOOST_CLOCK))
 def test_fp32_peak_matches_sm_count_rate_and_boost_clock(gpu_id):
     peak, computed = _fp32_check(gpu_id)
-    assert close(peak, computed), f"{gpu_id}: vendor {peak:.4g} vs computed {computed:.4g}"
+    assert _rate_matches(gpu_id, "fp32_flops_per_clk_per_sm", peak, computed), f"{gpu_id}: vendor {peak:.4g} vs computed {computed:.4g}"
 
 
 @pytest.mark.parametrize("gpu_id", sorted(set(GPU_IDS) - NO_BOOST_CLOCK))
 def test_fp64_peak_matches_sm_count_rate_and_boost_clock(gpu_id):
     v = values(gpu_id)
     computed = v["sm_count"] * v["fp64_flops_per_clk_per_sm"] * v["clock_boost_hz"]
-    assert close(v["fp64_peak_flops"], computed), f"{gpu_id}: vendor {v['fp64_peak_flops']:.4g} vs {computed:.4g}"
+    assert _rate_matches(gpu_id, "fp64_flops_per_clk_per_sm", v["fp64_peak_flops"], computed), \
+        f"{gpu_id}: vendor {v['fp64_peak_flops']:.4g} vs {computed:.4g}"
 
 
 def _tensor_fp16_rate(v: dict[str, float]) -> float | None:
@@ -222,7 +242,11 @@ def test_occupancy_limits_consistent(gpu_id):
     assert v["shared_per_sm_bytes"] <= v.get("l1_bytes_per_sm", math.inf) or data["gpu"]["vendor"] == "amd"
     assert v["shared_banks"] * v["shared_bank_bytes"] > 0
     if "shared_bandwidth_bytes_per_clk_per_sm" in v:
-        assert v["shared_bandwidth_bytes_per_clk_per_sm"] == v["shared_banks"] * v["shared_bank_bytes"]
+        peak = v["shared_banks"] * v["shared_bank_bytes"]
+        if data["params"]["shared_bandwidth_bytes_per_clk_per_sm"]["source"] == "microbenchmark":
+            assert (1 - MEASURED_SHORTFALL) * peak <= v["shared_bandwidth_bytes_per_clk_per_sm"] <= peak  # achieved <= banks x width
+        else:
+            assert v["shared_bandwidth_bytes_per_clk_per_sm"] == peak
     assert v["max_warps_per_sm"] % v["schedulers_per_sm"] == 0
     if data["gpu"]["vendor"] == "nvidia":
         assert v["max_warps_per_sm"] == v["schedulers_per_sm"] * v["max_warps_per_scheduler"]
@@ -291,7 +315,11 @@ def test_h200_has_the_h100_sm():
     for name in sorted(set(SAME_SM_PARAMS) | per_sm_rates):
         assert (name in h100) == (name in h200), name
         if name in h100:
-            assert h100[name] == h200[name], name
+            measured = all(load(g)["params"][name]["source"] == "microbenchmark" for g in ("h100", "h200"))
+            if measured and name in per_sm_rates:  # two machines' measurements of the same SM: within 2%
+                assert close(h100[name], h200[name]), name
+            else:
+                assert h100[name] == h200[name], name
     assert load("h100")["gpu"]["compute_capability"] == load("h200")["gpu"]["compute_capability"]
 
 
@@ -327,7 +355,7 @@ def test_per_clock_rates_are_whole_powers_of_two(gpu_id):
     """Per-SM/CU per-clock rates derived from rounded vendor peaks must come out as exact hardware
     widths (powers of two); a non-power-of-two would mean a wrong clock, SM count or peak."""
     for name, entry in load(gpu_id)["params"].items():
-        if "_per_clk_per_" in name:
+        if "_per_clk_per_" in name and entry["source"] != "microbenchmark":  # measured rates are achieved, not widths
             value = entry["value"]
             assert value == int(value) and int(value) & (int(value) - 1) == 0, (name, value)
 

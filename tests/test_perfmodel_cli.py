@@ -13,7 +13,7 @@ PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 
 
 def perfmodel(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "perfmodel.cli", *map(str, args)], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "perfmodel.cli", *map(str, args)], capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_gpus_lists_the_brief_ids_and_shows_provenance():
@@ -32,7 +32,9 @@ def test_predict_json_contract():
     assert document["gpu"] == "h200"
     (kernel,) = document["kernels"]
     assert set(kernel) >= {"name", "predicted_ns", "bound", "breakdown", "inputs"}
-    assert kernel["bound"] == "dram" and kernel["predicted_ns"] == max(kernel["breakdown"].values())
+    # the bound is the largest component; imperfect overlap can only add to it
+    assert kernel["bound"] == "dram" and kernel["breakdown"]["dram"] == max(kernel["breakdown"].values())
+    assert kernel["predicted_ns"] >= kernel["breakdown"]["dram"]
     # Same bytes over the H200's higher bandwidth: faster than on the H100.
     on_h100 = json.loads(perfmodel("predict", PROFILES / "h100" / "ncu" / "dram_triad.ncu-rep.xz", "--gpu", "h100", "--format", "json").stdout)
     assert kernel["predicted_ns"] < on_h100["kernels"][0]["predicted_ns"]
@@ -52,3 +54,11 @@ def test_validate_reports_every_setting_with_the_naive_baseline():
     for setting in summary:
         assert setting["kernels"] == 32
         assert setting["median_ape"] < setting["naive_median_ape"]
+
+
+def test_validation_document_is_what_perfmodel_validate_writes():
+    """docs/validation.md is generated; regenerate it with `perfmodel validate > docs/validation.md`."""
+    from perfmodel.validate import document
+
+    root = Path(__file__).resolve().parents[1]
+    assert (root / "docs" / "validation.md").read_text() == document(root / "profiles" / "manifest.json")

@@ -7,6 +7,13 @@
 // (2^18 beyond 256 MiB) timed with clock64() in chunks of 2^14 loads; %globaltimer over the
 // same run gives the SM clock actually run. Reported per footprint: cycles/load and ns/load
 // per chunk, and the measured SM clock.
+//
+// TLB sweep (names tlb<stride>_<footprint>): the same chase (cg variant, L2 only) over nodes
+// 2 MiB or 64 KiB apart, footprints from 32 MiB / 1 MiB up to the largest power of two that
+// fits in free device memory (64 GiB on an H100, 128 GiB on an H200). The nodes (at most
+// 2^16 cache lines) stay resident in L2, so the latency steps come from address translation
+// alone: each step marks a TLB level whose reach (pages x page size) the footprint exceeds.
+// Warm-up: one pass over all nodes; then 4 chunks of 2^14 dependent loads.
 #include "mb.h"
 
 #include <numeric>
@@ -45,9 +52,17 @@ __global__ void chase_kernel(const unsigned long long* start, int warmup, int ch
   *sink = reinterpret_cast<unsigned long long>(p);
 }
 
-__global__ void link_kernel(unsigned long long* base, const uint32_t* next, size_t n) {
+__global__ void link_kernel(unsigned long long* base, const uint32_t* next, size_t n, size_t stride_words = kStride / 8) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    base[i * (kStride / 8)] = reinterpret_cast<unsigned long long>(base + size_t(next[i]) * (kStride / 8));
+    base[i * stride_words] = reinterpret_cast<unsigned long long>(base + size_t(next[i]) * stride_words);
+}
+
+// One random single cycle (Sattolo) over n nodes, seeded by n.
+static void sattolo(std::vector<uint32_t>& next, size_t n, uint64_t salt) {
+  next.resize(n);
+  std::iota(next.begin(), next.end(), 0u);
+  mb::Rng rng(mb::kSeed + n + salt);
+  for (size_t i = n - 1; i > 0; --i) std::swap(next[i], next[rng.below(i)]);
 }
 
 int main() {
@@ -78,10 +93,7 @@ int main() {
       continue;
     }
     const size_t n = fp / kStride;
-    next.resize(n);
-    std::iota(next.begin(), next.end(), 0u);
-    mb::Rng rng(mb::kSeed + n);
-    for (size_t i = n - 1; i > 0; --i) std::swap(next[i], next[rng.below(i)]);  // Sattolo: one cycle
+    sattolo(next, n, 0);
     CHECK(cudaMemcpy(d_next, next.data(), n * sizeof(uint32_t), cudaMemcpyHostToDevice));
     link_kernel<<<1024, 256>>>(base, d_next, n);
     CHECK_LAUNCH();
@@ -119,6 +131,53 @@ int main() {
     }
   }
   CHECK(cudaFree(base));
+  CHECK(cudaFree(d_next));
+
+  // ---- TLB sweep: page-granular strides, nodes resident in L2 ----
+  CHECK(cudaMemGetInfo(&free_b, &total_b));
+  size_t tlb_max = size_t(1) << 30;
+  while (tlb_max * 2 + (size_t(2) << 30) <= free_b) tlb_max *= 2;  // keep 2 GiB free
+  unsigned long long* big;
+  CHECK(cudaMalloc(&big, tlb_max));
+  const size_t max_nodes = size_t(1) << 16;
+  CHECK(cudaMalloc(&d_next, max_nodes * sizeof(uint32_t)));
+  const int tlb_chunks = 4;
+  for (size_t stride : {2 * mib, 64 * kib}) {
+    for (size_t fp = (stride == 2 * mib ? 32 * mib : 1 * mib); fp <= tlb_max; fp *= 2) {
+      const size_t n = fp / stride;
+      if (n > max_nodes) break;
+      sattolo(next, n, stride);
+      CHECK(cudaMemcpy(d_next, next.data(), n * sizeof(uint32_t), cudaMemcpyHostToDevice));
+      link_kernel<<<256, 256>>>(big, d_next, n, stride / 8);
+      CHECK_LAUNCH();
+      CHECK(cudaDeviceSynchronize());
+      chase_kernel<true><<<1, 32>>>(big, int(n), tlb_chunks, d_cycles, d_ns, d_sink);
+      CHECK_LAUNCH();
+      CHECK(cudaDeviceSynchronize());
+      std::vector<unsigned long long> cyc(tlb_chunks + 1), ns(tlb_chunks + 1);
+      CHECK(cudaMemcpy(cyc.data(), d_cycles, cyc.size() * sizeof(cyc[0]), cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(ns.data(), d_ns, ns.size() * sizeof(ns[0]), cudaMemcpyDeviceToHost));
+      // the walk must end on the node the permutation says (n + chunks x kChunk steps from node 0)
+      unsigned long long sink = 0;
+      CHECK(cudaMemcpy(&sink, d_sink, sizeof sink, cudaMemcpyDeviceToHost));
+      size_t node = 0;
+      for (size_t i = 0; i < n + size_t(tlb_chunks) * kChunk; ++i) node = next[node];
+      const bool ok = sink == reinterpret_cast<unsigned long long>(big) + node * stride;
+      if (!ok) std::printf("CHECK_FAIL latency tlb %zu/%zu: the chase ended on the wrong node\n", stride, fp);
+      std::vector<double> cpl, npl, tms;
+      for (int c = 0; c < tlb_chunks; ++c) {
+        cpl.push_back(double(cyc[c]) / kChunk);
+        npl.push_back(double(ns[c]) / kChunk);
+        tms.push_back(double(ns[c]) * 1e-6);
+      }
+      const double hz = ns[tlb_chunks] ? double(cyc[tlb_chunks]) / (double(ns[tlb_chunks]) * 1e-9) : 0.0;
+      mb::result("latency", "tlb" + std::to_string(stride) + "_" + std::to_string(fp), "loads", double(kChunk), tms,
+                 mb::Extra().num("footprint_bytes", double(fp)).num("stride_bytes", double(stride)).str("variant", "cg")
+                     .str("sweep", "tlb").num("nodes", double(n)).num("loads_per_chunk", kChunk).num("warmup_loads", double(n))
+                     .list("cycles_per_load", cpl).list("ns_per_load", npl).str("check", mb::check_word(ok)).num("sm_clock_hz", hz));
+    }
+  }
+  CHECK(cudaFree(big));
   CHECK(cudaFree(d_next));
   CHECK(cudaFree(d_cycles));
   CHECK(cudaFree(d_ns));

@@ -75,7 +75,7 @@ def parse(text: str) -> GPU:
         name: Param(name, float(entry["value"]), entry.get("unit", ""), entry["source"], entry["ref"], entry.get("note", ""))
         for name, entry in data.get("params", {}).items()
     }
-    return GPU(head["id"], head["name"], head["vendor"], head["arch"], head.get("compute_capability"), params)
+    return GPU(head["id"], head["name"], head.get("vendor", ""), head.get("arch", ""), head.get("compute_capability"), params)
 
 
 # Device names as the profilers report them (Nsight Compute's device__attribute_display_name,
