@@ -24,7 +24,6 @@ WORK_COUNTS = {
     "l2_sectors_write": "l2.sectors_write",
     "l2_sectors_atomic": "l2.sectors_atomic",
     "l2_sectors_busiest_slice": "l2.sectors_busiest_slice",
-    "l2_slices": "l2.slices",
     "l1_to_l2_read_bytes": "l2.bytes_from_l1",
     "l1_to_l2_write_bytes": "l2.bytes_to_l1",
     "global_load_requests": "global.load_requests",
