@@ -7,20 +7,21 @@ publisher, year, URL and where in it the number is) and a sentence on how compar
 kernel is. Metric/GPU pairs searched for without a usable figure are listed there too, so the
 table says "none found" rather than leaving a silent gap.
 
-    rows = comparison_rows(zoo_predictions(MANIFEST, ["a100", "mi300x"]), MANIFEST)
+    rows = comparison_rows(predictions, {program: program_work(features) ...})
     print(comparison_markdown(rows))
+
+perfmodel.validate.document() puts the table into docs/validation.md.
 """
 
 from __future__ import annotations
 
-import json
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from perfmodel.features import KernelFeatures, features
+from perfmodel.features import KernelFeatures
 
 # metric -> unit, the zoo program it is compared with, and the work that turns time into the metric.
 METRICS: dict[str, dict[str, str]] = {
@@ -113,45 +114,6 @@ def program_work(work: KernelFeatures) -> dict[str, float]:
     }
 
 
-def zoo_features(manifest_path: Path, source: str = "h100") -> dict[str, KernelFeatures]:
-    """The features of each zoo program from the combined report captured on ``source``."""
-    from keet.ingest import load_profile
-
-    manifest = json.loads(Path(manifest_path).read_text())
-    profile = load_profile(Path(manifest_path).parent / manifest["gpus"][source]["combined_report"])
-    return {entry["program"]: features(profile, profile.kernels[entry["measured"][source]["combined_report_id"]])
-            for entry in manifest["kernels"] if source in entry.get("measured", {})}
-
-
-def zoo_work(manifest_path: Path, source: str = "h100") -> dict[str, dict[str, float]]:
-    """program -> {"bytes", "fp32_flops", "tensor_flops"} of the zoo, from the source GPU's counts."""
-    return {program: program_work(work) for program, work in zoo_features(manifest_path, source).items()}
-
-
-def zoo_predictions(manifest_path: Path, gpu_ids: Iterable[str], source: str = "h100",
-                    programs: Iterable[str] | None = None) -> dict[tuple[str, str], float]:
-    """(program, gpu) -> predicted ns: the source's profile retargeted to each GPU and predicted.
-    Launches that cannot run on a GPU are left out."""
-    from perfmodel.hardware import gpu
-    from perfmodel.model import predict
-    from perfmodel.retarget import retarget, source_gpu
-
-    wanted = set(programs) if programs is not None else {m["program"] for m in METRICS.values()}
-    out: dict[tuple[str, str], float] = {}
-    for program, work in zoo_features(manifest_path, source).items():
-        if program not in wanted:
-            continue
-        origin = source_gpu(work) or gpu(source)
-        for gpu_id in gpu_ids:
-            target = gpu(gpu_id)
-            retargeted, _ = retarget(work, origin, target)
-            try:
-                out[(program, gpu_id)] = predict(target, retargeted).predicted_ns
-            except ValueError:
-                continue
-    return out
-
-
 def _metric_value(metric: str, work: Mapping[str, float], predicted_ns: float | None) -> float | None:
     if predicted_ns is None or predicted_ns <= 0:
         return None
@@ -162,21 +124,15 @@ def _metric_value(metric: str, work: Mapping[str, float], predicted_ns: float | 
     return per_ns if METRICS[metric]["unit"] == "GB/s" else per_ns / 1e3
 
 
-def comparison_rows(predictions: Mapping[tuple[str, str], float], manifest: Path | Mapping,
-                    work: Mapping[str, Mapping[str, float]] | None = None,
+def comparison_rows(predictions: Mapping[tuple[str, str], float], work: Mapping[str, Mapping[str, float]],
                     results: tuple[list[Published], list[Missing]] | None = None) -> list[Row]:
     """One row per published figure (and per searched-but-not-found pair): the model's prediction
     for the matching zoo program turned into the figure's metric (triad bytes / predicted time ->
     GB/s, FLOPs / predicted time -> TFLOP/s) beside the published value.
 
-    ``predictions`` maps (program, gpu id) to predicted ns; ``manifest`` is profiles/manifest.json
-    (its path, or the loaded dict when ``work`` is given); ``work`` maps program to its bytes and
-    FLOPs (default: :func:`zoo_work` from the H100 captures).
+    ``predictions`` maps (program, gpu id) to predicted ns; ``work`` maps program to its bytes
+    and FLOPs (:func:`program_work`).
     """
-    if work is None:
-        if not isinstance(manifest, (str, Path)):
-            raise ValueError("pass the manifest's path, or the programs' work with work=")
-        work = zoo_work(Path(manifest))
     published, missing = results if results is not None else load()
     rows = []
     for result in published:

@@ -18,9 +18,9 @@ from perfmodel.published import (
     comparison_markdown,
     comparison_rows,
     load,
-    zoo_predictions,
-    zoo_work,
+    program_work,
 )
+from perfmodel.validate import other_gpu_predictions, zoo_features
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "profiles" / "manifest.json"
@@ -28,8 +28,15 @@ DATA = ROOT / "perfmodel" / "data" / "published_results.toml"
 
 
 @pytest.fixture(scope="module")
-def work() -> dict[str, dict[str, float]]:
-    return zoo_work(MANIFEST)
+def h100_zoo():
+    manifest = json.loads(MANIFEST.read_text())
+    manifest["gpus"] = {"h100": manifest["gpus"]["h100"]}  # the H100 report only
+    return zoo_features(manifest, MANIFEST.parent)["h100"]
+
+
+@pytest.fixture(scope="module")
+def work(h100_zoo) -> dict[str, dict[str, float]]:
+    return {program: program_work(features) for program, features in h100_zoo.items()}
 
 
 def test_data_file_schema():
@@ -96,7 +103,7 @@ def test_comparison_turns_predicted_time_into_the_published_metric():
     predictions = {("dram_triad", "a100"): 1.2e9 / 1759.0,  # ns: exactly the published bandwidth
                    ("fp32_fma", "mi300a"): 35.4e9 / 56.6e3,  # 56.6 TFLOP/s
                    ("dram_triad", "mi250x"): 1.2e9 / 1600.0}
-    rows = comparison_rows(predictions, {}, work=work, results=results)
+    rows = comparison_rows(predictions, work, results=results)
     by_gpu = {row.gpu: row for row in rows}
     assert by_gpu["a100"].predicted == pytest.approx(1759.0) and by_gpu["a100"].ratio == pytest.approx(1.0)
     assert by_gpu["mi300a"].predicted == pytest.approx(56.6) and by_gpu["mi300a"].ratio == pytest.approx(0.5, rel=1e-3)
@@ -109,23 +116,20 @@ def test_comparison_turns_predicted_time_into_the_published_metric():
 
 
 def test_missing_predictions_show_as_dashes():
-    rows = comparison_rows({}, {}, work={"dram_triad": {"bytes": 1.0}})
+    rows = comparison_rows({}, {"dram_triad": {"bytes": 1.0}})
     assert rows and all(row.predicted is None for row in rows)
     assert "| — |" in comparison_markdown(rows)
 
 
-def test_comparison_needs_work_or_a_manifest_path():
-    with pytest.raises(ValueError, match="manifest"):
-        comparison_rows({}, {"kernels": []})
-
-
-def test_real_comparison_on_the_zoo(work):
+def test_real_comparison_on_the_zoo(h100_zoo, work):
     """End to end: retargeted H100 profiles predicted on every GPU, compared with the published
     figures. The model (vendor peak bandwidth where we have no calibration) must not be slower
     than a measured triad, and must sit within 2x of it."""
-    predictions = zoo_predictions(MANIFEST, gpu_ids(), programs=["dram_triad", "fp32_fma", "sgemm_tiled", "gemm_wmma"])
+    chosen = {p: h100_zoo[p] for p in ("dram_triad", "fp32_fma", "sgemm_tiled", "gemm_wmma")}
+    predictions = {key: p.predicted_ns for key, p in other_gpu_predictions(chosen, tuple(gpu_ids())).items()
+                   if not isinstance(p, str)}
     assert {g for (_, g) in predictions} == set(gpu_ids())
-    rows = comparison_rows(predictions, MANIFEST, work=work)
+    rows = comparison_rows(predictions, work)
     triad = [row for row in rows if row.metric == "stream_triad_bandwidth" and row.published is not None]
     assert triad
     for row in triad:
