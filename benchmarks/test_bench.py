@@ -7,8 +7,8 @@ import lzma
 from pathlib import Path
 
 import pytest
-
 from gen_details_csv import replicate
+
 from keet import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]

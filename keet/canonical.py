@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import sys
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -9,8 +9,9 @@ docs/metrics.md (``origin == "canonical"``, in base units).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -72,11 +73,11 @@ class Kernel:
     attributes: dict[str, Any] = field(default_factory=dict)  # non-numeric metrics
     rule_results: list[RuleResult] = field(default_factory=list)
     # Source/SASS counters are read on first use: they are the slow part of a report.
-    source_loader: "Callable[[], SourceCounters | None] | None" = field(default=None, repr=False, compare=False)
-    _source: "SourceCounters | None" = field(default=None, init=False, repr=False, compare=False)
+    source_loader: Callable[[], SourceCounters | None] | None = field(default=None, repr=False, compare=False)
+    _source: SourceCounters | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
-    def source(self) -> "SourceCounters | None":
+    def source(self) -> SourceCounters | None:
         """Per-instruction counters with file:line attribution, when the profile has them."""
         if self._source is None and self.source_loader is not None:
             self._source = self.source_loader()
@@ -84,7 +85,7 @@ class Kernel:
         return self._source
 
     @source.setter
-    def source(self, counters: "SourceCounters | None") -> None:
+    def source(self, counters: SourceCounters | None) -> None:
         self._source, self.source_loader = counters, None
 
     @property
@@ -115,7 +116,7 @@ class SourceCounters:
     instructions: pd.DataFrame
     files: dict[str, str] = field(default_factory=dict)
     # pc offset -> SASS text; disassembly is slow, so readers fetch it per instruction on demand.
-    sass_loader: "Callable[[int], str | None] | None" = field(default=None, repr=False, compare=False)
+    sass_loader: Callable[[int], str | None] | None = field(default=None, repr=False, compare=False)
 
     def sass(self, pc: int) -> str | None:
         """The SASS instruction at a pc offset, where the report can disassemble it."""

@@ -9,7 +9,7 @@ some of them differently ("ns" rather than "nsecond").
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 _PREFIX = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 
@@ -35,7 +35,7 @@ _BASE = {
 _TOKEN = re.compile(r"^(n|u|m|K|k|M|G|T|P)?(second|sec|byte|hz|cycle|inst|sector|request|warp|thread|block|register|pass|wavefront|s)$", re.IGNORECASE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parse_token(token: str) -> tuple[str, float] | None:
     if token in ("ns", "nsecond"):
         return "ns", 1.0

@@ -20,7 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from keet import load_profile  # noqa: E402
+from keet import load_profile
 
 GPUS = ("h100", "h200")
 

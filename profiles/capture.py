@@ -68,7 +68,7 @@ def run(cmd: list[str], timeout: float, cwd: Path | None = None) -> dict:
     res = {"cmd": cmd, "rc": None, "stdout": "", "stderr": "", "seconds": 0.0,
            "timed_out": False, "error": None}
     try:
-        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
                            errors="replace")
         res.update(rc=p.returncode, stdout=p.stdout, stderr=p.stderr)
     except subprocess.TimeoutExpired as e:
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     nvcc, ncu = find_nvcc(), find_ncu()
 
     cap: dict = {
-        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "host": os.uname().nodename,
         "args": vars(args),
         "device": {},
@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             done += 1
             try:
                 b = fut.result()
-            except Exception as e:  # defensive: never let one build stop the run
+            except Exception as e:  # noqa: BLE001 - defensive: never let one build stop the run
                 b = {"ok": False, "error": f"{type(e).__name__}: {e}", "kernels": {}}
             cap["programs"][p]["build"] = b
             ents = {k: v for k, v in b.get("kernels", {}).items()
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
                 save()
 
-    cap["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    cap["finished"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     save()
 
     # 5. summary ----------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from keet.accuracy import report, score
 
@@ -11,7 +11,7 @@ from keet.accuracy import report, score
 MEMORY_SYSTEM = {"dram_bandwidth", "l2_bandwidth", "memory_latency", "uncoalesced_global", "register_spills"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def scored(gpu: str):
     return score(gpu)
 

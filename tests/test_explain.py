@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
+from grounding import explanation_numbers, grounded
 
 from keet import load_profile
-from grounding import explanation_numbers, grounded
 from keet.explain import explain, to_text
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def document(gpu: str) -> dict:
     return explain(load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz"))
 
@@ -82,7 +82,7 @@ def test_reduced_captures_say_what_is_missing(capture):
 
 def test_cli_top_and_formats():
     report = PROFILES / "h100" / "ncu" / "smem_bank_conflict.ncu-rep.xz"
-    run = lambda *args: subprocess.run([sys.executable, "-m", "keet.cli", "explain", str(report), *args], capture_output=True, text=True)  # noqa: E731
+    run = lambda *args: subprocess.run([sys.executable, "-m", "keet.cli", "explain", str(report), *args], capture_output=True, text=True, check=False)
     single = json.loads(run("--format", "json", "--top", "1").stdout)
     assert [f["category"] for f in single["kernels"][0]["diagnosis"]] == ["shared_bank_conflicts"]
     markdown = run("--format", "markdown").stdout

@@ -13,7 +13,7 @@ from perfmodel.features import WORK_COUNTS, features, pipe_of, raw_metrics
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 # Families of metrics that measure time (or rates over time) of the kernel being predicted.
-TIME_LIKE = re.compile(r"duration|cycles|clock|per_second|throughput|_pct|pct_of_peak|\.pct$|stall|issue\.|ipc|per_cycle|latency|hz|frequency", re.I)
+TIME_LIKE = re.compile(r"duration|cycles|clock|per_second|throughput|_pct|pct_of_peak|\.pct$|stall|issue\.|ipc|per_cycle|latency|hz|frequency", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")

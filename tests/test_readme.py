@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def readme_commands() -> list[str]:
     text = (ROOT / "README.md").read_text()
     section = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
-    return [block.strip() for block in re.findall(r"```(?:bash|sh)\n(.*?)```", section, flags=re.S)]
+    return [block.strip() for block in re.findall(r"```(?:bash|sh)\n(.*?)```", section, flags=re.DOTALL)]
 
 
 def test_two_setup_commands():

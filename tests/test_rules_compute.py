@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from grounding import NUMBER, grounded
+
 from keet import load_profile
 from keet.diagnosis import diagnose_kernel
 from keet.rules import RULES, Evidence, KernelView

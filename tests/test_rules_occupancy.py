@@ -13,8 +13,8 @@ import math
 from pathlib import Path
 
 import pytest
-
 from grounding import NUMBER, grounded
+
 from keet import load_profile
 from keet.diagnosis import diagnose_kernel
 from keet.profile import Profile

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,7 @@ CATEGORIES = {
 ENTRIES = [(gpu, entry) for gpu in GPUS for entry in MANIFEST["kernels"]]
 
 
-@lru_cache(maxsize=None)
+@cache
 def combined(gpu: str):
     return load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz")
 

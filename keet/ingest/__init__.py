@@ -72,7 +72,9 @@ def load_profile(path: str | Path, metrics: Collection[str] | None = None) -> Pr
 
 
 # Readers register on import; keep these imports after READERS exists.
-from keet.ingest import ncu_rep  # noqa: E402,F401
-from keet.ingest import ncu_csv  # noqa: E402,F401
+from keet.ingest import (
+    ncu_csv,  # noqa: F401
+    ncu_rep,  # noqa: F401
+)
 
 __all__ = ["READERS", "Reader", "detect", "load_profile", "register"]

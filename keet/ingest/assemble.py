@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
-from keet import canonical
 import numpy as np
 import pandas as pd
 
+from keet import canonical
 from keet.profile import METRIC_COLUMNS, Device, Kernel, Profile
 
 RawMetrics = Mapping[str, tuple[float, str]]

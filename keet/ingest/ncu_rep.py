@@ -71,7 +71,7 @@ class NcuReportReader:
             return _profile_from_context(path, plain, context, ncu_report, frozenset(metrics) if metrics is not None else None)
         except ProfileError:
             raise
-        except Exception as exc:  # a damaged payload surfaces as odd values deep in the native reader
+        except Exception as exc:  # noqa: BLE001 - a damaged payload surfaces as odd values deep in the native reader
             raise ProfileError(path, f"report is corrupt ({_first_line(exc)})") from None
 
 
@@ -191,8 +191,8 @@ def _device(values: dict[str, object]) -> Device:
 
     major, minor = num("compute_capability_major"), num("compute_capability_minor")
     cc = (int(major), int(minor)) if major is not None and minor is not None else None
-    khz = lambda name: None if num(name) is None else num(name) * 1e3  # noqa: E731
-    as_int = lambda name: None if num(name) is None else int(num(name))  # noqa: E731
+    khz = lambda name: None if num(name) is None else num(name) * 1e3
+    as_int = lambda name: None if num(name) is None else int(num(name))
     return Device(
         name=str(values.get("device__attribute_display_name", "unknown NVIDIA GPU")),
         vendor="nvidia",
@@ -232,17 +232,17 @@ def _rule_results(rules: list[dict]) -> list[RuleResult]:
     return results
 
 
-def _source_counters(path: Path, context, record: "_ActionRecord", ncu_report) -> SourceCounters | None:
+def _source_counters(path: Path, context, record: _ActionRecord, ncu_report) -> SourceCounters | None:
     try:
         with _native_errors() as errors:
             counters = _read_source_counters(context, record, ncu_report)
         _raise_on(errors)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the native reader fails in any way on a damaged payload
         raise ProfileError(path, f"report is corrupt: its source counters cannot be read ({_first_line(exc)})") from None
     return counters
 
 
-def _read_source_counters(context, record: "_ActionRecord", ncu_report) -> SourceCounters | None:
+def _read_source_counters(context, record: _ActionRecord, ncu_report) -> SourceCounters | None:
     """Per-PC counters (source/SASS view) of one action, with file:line attribution.
 
     Instanced metrics are keyed by PCs, but also by block size, link, SM, sample...: keep
@@ -253,7 +253,7 @@ def _read_source_counters(context, record: "_ActionRecord", ncu_report) -> Sourc
     if function_pcs is None or function_pcs.num_instances() == 0:
         return None
     base = min(function_pcs.as_uint64(i) for i in range(function_pcs.num_instances()))
-    per_pc = lambda pc: base <= pc < base + _MAX_FUNCTION_BYTES  # noqa: E731
+    per_pc = lambda pc: base <= pc < base + _MAX_FUNCTION_BYTES
     integer_ids = (ncu_report.IMetric.ValueKind_UINT64, ncu_report.IMetric.ValueKind_UINT32)
     columns: dict[str, dict[int, float]] = {}
     for name in action.metric_names():

@@ -5,7 +5,16 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from keet.rules.base import CATEGORIES, RULES, Evidence, Finding, KernelView, Rule, SourceLine, rule
+from keet.rules.base import (
+    CATEGORIES,
+    RULES,
+    Evidence,
+    Finding,
+    KernelView,
+    Rule,
+    SourceLine,
+    rule,
+)
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name != "base":

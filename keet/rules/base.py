@@ -8,8 +8,9 @@ profile lacked, so a diagnosis can say what it could not assess instead of guess
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from keet import canonical
 from keet.profile import Kernel, Profile

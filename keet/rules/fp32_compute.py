@@ -1,6 +1,6 @@
 """FP32 compute: the FMA pipe (FFMA, FADD, FMUL) runs near its peak, so arithmetic sets the pace."""
 
-from keet.rules.base import active_share, Finding, KernelView, clamp, pct, rule
+from keet.rules.base import Finding, KernelView, active_share, clamp, pct, rule
 
 # Above this share of peak over active cycles the FMA pipe is the SM's busiest unit in any
 # realistic mix: the kernel sits within 1.7x of its FP32 roofline and only fewer or cheaper

@@ -1,6 +1,6 @@
 """FP64 compute: the double-precision pipe (DFMA, DADD, DMUL) runs near its peak."""
 
-from keet.rules.base import active_share, Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import Finding, KernelView, active_share, clamp, num, pct, rule
 
 # Above this share of peak over active cycles the FP64 pipe is the SM's busiest unit: the kernel
 # sits within 1.7x of its FP64 roofline, and only fewer or cheaper operations can buy much more.

@@ -1,6 +1,6 @@
 """Integer compute: the ALU pipe (integer add, logic, shifts, compares) runs near its peak."""
 
-from keet.rules.base import active_share, Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import Finding, KernelView, active_share, clamp, num, pct, rule
 
 # Above this share of peak over active cycles the ALU pipe (half the FMA pipe's lanes) is the
 # SM's busiest unit: the kernel sits within 1.7x of its integer-instruction roofline.

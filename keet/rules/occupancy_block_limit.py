@@ -11,7 +11,16 @@ from __future__ import annotations
 import math
 
 from keet.rules.base import Finding, KernelView, num, rule
-from keet.rules.occupancy_registers import OCCUPANCY_COLLECT, OCCUPANCY_NEEDS, assess, confidence, latency_text, next_text, warps_by_registers, warps_text
+from keet.rules.occupancy_registers import (
+    OCCUPANCY_COLLECT,
+    OCCUPANCY_NEEDS,
+    assess,
+    confidence,
+    latency_text,
+    next_text,
+    warps_by_registers,
+    warps_text,
+)
 
 # Block sizes worth suggesting: whole warps, the common 64-256 range (larger blocks make
 # coarser scheduling units and raise the tail and barrier costs).

@@ -12,7 +12,15 @@ from __future__ import annotations
 import math
 
 from keet.rules.base import Finding, KernelView, num, rule
-from keet.rules.occupancy_registers import OCCUPANCY_COLLECT, OCCUPANCY_NEEDS, assess, confidence, latency_text, next_text, occupancy_text
+from keet.rules.occupancy_registers import (
+    OCCUPANCY_COLLECT,
+    OCCUPANCY_NEEDS,
+    assess,
+    confidence,
+    latency_text,
+    next_text,
+    occupancy_text,
+)
 
 
 def bytes_text(value: float) -> str:

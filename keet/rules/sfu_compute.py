@@ -1,6 +1,6 @@
 """SFU compute: the XU pipe (MUFU transcendentals, conversions) runs near its peak."""
 
-from keet.rules.base import active_share, Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import Finding, KernelView, active_share, clamp, num, pct, rule
 
 # Above this share of peak over active cycles the XU pipe, at 1/8 of the FP32 lane count, is the
 # SM's busiest unit: the kernel sits within 1.7x of its special-function throughput.

@@ -1,6 +1,6 @@
 """Shared-memory bank conflicts: a warp's shared accesses split into several wavefronts."""
 
-from keet.rules.base import locations, Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import Finding, KernelView, clamp, locations, num, pct, rule
 
 # Conflicts that make at least this share of all shared wavefronts are worth removing.
 CONFLICT_SHARE = 0.25

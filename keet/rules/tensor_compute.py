@@ -1,6 +1,6 @@
 """Tensor compute: the tensor-core pipe (HMMA, IMMA, DMMA, GMMA) runs near its peak."""
 
-from keet.rules.base import active_share, Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import Finding, KernelView, active_share, clamp, num, pct, rule
 
 # Above this share of peak over active cycles the tensor pipe is the SM's busiest unit: the
 # kernel sits within 1.7x of its matrix-instruction roofline, with operand delivery keeping up.

@@ -1,6 +1,6 @@
 """Uncoalesced global accesses: warps touch more 32-byte sectors than their bytes need."""
 
-from keet.rules.base import locations, Finding, KernelView, clamp, num, pct, rule
+from keet.rules.base import Finding, KernelView, clamp, locations, num, pct, rule
 
 # Excess sectors above this share of all global sectors waste enough bandwidth to matter.
 EXCESS_SHARE = 0.25
