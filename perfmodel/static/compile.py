@@ -1,0 +1,259 @@
+"""Compile a .cu file for a target GPU with no GPU present: PTX, cubin and per-kernel resources.
+
+nvcc is found like ``microbench.runner`` finds it: ``$NVCC`` first, then the PyPI wheel
+``nvidia-cuda-nvcc`` (site-packages/nvidia/cu*/bin/nvcc), then nvcc on PATH or in
+/usr/local/cuda. The source is compiled once to PTX (``nvcc -ptx``), and that PTX is assembled
+with the ptxas next to nvcc (``ptxas -v``), whose report gives registers, static shared memory,
+stack frame and spill bytes per kernel (the wheels ship no cuobjdump, so ptxas's report is the
+one source of resources). Flags follow the zoo's build (profiles/capture.py): -O3 -lineinfo
+-std=c++17, so the resources match profiles/manifest.json's ``ptxas`` records.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from keet.errors import KeetError
+
+#: GPU id -> the architecture its code is compiled for.
+ARCHS = {"h100": "sm_90a", "h200": "sm_90a", "b200": "sm_100a", "a100": "sm_80"}
+NVCC_FLAGS = ["-O3", "-lineinfo", "-std=c++17"]
+TIMEOUT_S = 300.0
+
+
+class CompileError(KeetError):
+    """The source does not compile; the message is one line: file:line: the first error."""
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    name: str  # mangled, as in the PTX .entry and the ptxas report
+    demangled: str
+    arch: str
+    registers: int
+    shared_bytes: int  # static shared memory
+    local_bytes: int  # stack frame (local memory per thread)
+    spill_store_bytes: int
+    spill_load_bytes: int
+    barriers: int = 0
+    constant_bytes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.spill_store_bytes + self.spill_load_bytes
+
+
+@dataclass(frozen=True)
+class Compiled:
+    source: Path
+    gpu_id: str
+    arch: str
+    ptx: str
+    cubin: bytes
+    kernels: dict[str, KernelResources]  # mangled name -> resources
+    log: str
+
+    def kernel(self, name: str) -> KernelResources:
+        """By mangled name, demangled name, function name (demangled without its parameters) or
+        unique substring."""
+        if name in self.kernels:
+            return self.kernels[name]
+        for k in self.kernels.values():
+            if name in (k.demangled, k.demangled.split("(")[0].split("::")[-1]):
+                return k
+        hits = [k for k in self.kernels.values() if name in k.demangled]
+        if len(hits) == 1:
+            return hits[0]
+        known = ", ".join(sorted(k.demangled for k in self.kernels.values()))
+        raise KeetError(f"{self.source}: no kernel {name!r} (kernels: {known})")
+
+
+def arch_for(gpu_id: str) -> str:
+    try:
+        return ARCHS[gpu_id.lower()]
+    except KeyError:
+        raise KeetError(f"no CUDA target for GPU {gpu_id!r} (static analysis supports {', '.join(ARCHS)})") from None
+
+
+def find_nvcc() -> str:
+    """$NVCC, else the PyPI wheel's nvcc, else nvcc on PATH or in /usr/local/cuda."""
+    from microbench.runner import wheel_nvcc
+
+    for cand in (os.environ.get("NVCC"), wheel_nvcc(), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if cand and Path(cand).is_file():
+            return cand
+    raise KeetError("nvcc not found (set NVCC, or pip install nvidia-cuda-nvcc, e.g. the `test` extra)")
+
+
+def tool_next_to(nvcc: str, name: str) -> str:
+    for cand in (Path(nvcc).resolve().parent / name, Path(nvcc).parent / name):
+        if cand.is_file():
+            return str(cand)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise KeetError(f"{name} not found next to {nvcc}")
+
+
+def demangle(names: list[str]) -> dict[str, str]:
+    """Mangled -> demangled (c++filt when available; names are returned unchanged otherwise)."""
+    out = {n: n for n in names}
+    mangled = [n for n in names if n.startswith("_Z")]
+    filt = shutil.which("c++filt") or shutil.which("llvm-cxxfilt")
+    if mangled and filt:
+        try:
+            p = subprocess.run([filt], check=False, input="\n".join(mangled) + "\n", capture_output=True, text=True, timeout=30)
+            lines = p.stdout.splitlines()
+            if p.returncode == 0 and len(lines) == len(mangled):
+                out.update(zip(mangled, lines))
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return out
+
+
+_ERROR_LINE = re.compile(r"^(?P<file>[^\n:]+?)\((?P<line>\d+)\): (?:catastrophic )?error:?\s*(?P<msg>.*)$")
+_GCC_ERROR = re.compile(r"^(?P<file>[^\n:]+?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
+_PTXAS_ERROR = re.compile(r"^ptxas\s+(?:fatal|error)\s*:\s*(?P<msg>.*)$", re.IGNORECASE)
+
+
+def first_error(log: str, source: Path) -> str:
+    """One line naming file:line and the first error message of a compiler log."""
+    for line in log.splitlines():
+        line = line.strip()
+        for pattern in (_ERROR_LINE, _GCC_ERROR):
+            m = pattern.match(line)
+            if m:
+                return f"{m['file']}:{m['line']}: {m['msg'].strip()}"
+    for line in log.splitlines():
+        m = _PTXAS_ERROR.match(line.strip())
+        if m:
+            return f"{source}: ptxas: {m['msg'].strip()}"
+    for line in log.splitlines():
+        if "error" in line.lower():
+            return f"{source}: {line.strip()}"
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    return f"{source}: {lines[0] if lines else 'compilation failed'}"
+
+
+def run_tool(cmd: list[str], source: Path, cwd: Path, timeout: float) -> str:
+    try:
+        p = subprocess.run(cmd, check=False, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"{source}: {Path(cmd[0]).name} took longer than {timeout:g} s") from None
+    except OSError as exc:
+        raise KeetError(f"{source}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
+    log = p.stderr + p.stdout
+    if p.returncode != 0:
+        raise CompileError(first_error(log, source))
+    return log
+
+
+_RE_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
+_RE_PROPS = re.compile(r"Function properties for (\S+)")
+_RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_RE_USED = re.compile(r"Used (\d+) registers")
+_RE_SMEM = re.compile(r"(\d+) bytes smem")
+_RE_CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
+_RE_BARS = re.compile(r"used (\d+) barriers")
+
+
+def parse_ptxas(log: str) -> dict[str, dict]:
+    """ptxas -v report -> {mangled entry name: resources}; device functions are left out."""
+    found: dict[str, dict] = {}
+    entries: set[str] = set()
+    cur: str | None = None
+    for line in log.splitlines():
+        m = _RE_ENTRY.search(line)
+        if m:
+            cur = m.group(1)
+            entries.add(cur)
+            found.setdefault(cur, {})["arch"] = m.group(2)
+            continue
+        m = _RE_PROPS.search(line)
+        if m:
+            cur = m.group(1)
+            found.setdefault(cur, {})
+            continue
+        if cur is None:
+            continue
+        k = found[cur]
+        m = _RE_STACK.search(line)
+        if m:
+            k["local_bytes"], k["spill_store_bytes"], k["spill_load_bytes"] = map(int, m.groups())
+        m = _RE_USED.search(line)
+        if m:
+            k["registers"] = int(m.group(1))
+            ms = _RE_SMEM.search(line)
+            k["shared_bytes"] = int(ms.group(1)) if ms else 0
+            k["constant_bytes"] = {f"cmem[{b}]": int(n) for n, b in _RE_CMEM.findall(line)}
+            mb = _RE_BARS.search(line)
+            k["barriers"] = int(mb.group(1)) if mb else 0
+    return {name: k for name, k in found.items() if name in entries}
+
+
+def compile_cu(source: str | Path, gpu_id: str, *, extra_flags: list[str] | tuple[str, ...] = (),
+               timeout: float = TIMEOUT_S) -> Compiled:
+    """Compile SOURCE for GPU_ID's architecture to PTX and cubin, with per-kernel resources."""
+    source = Path(source)
+    if not source.is_file():
+        raise KeetError(f"{source}: no such file")
+    arch = arch_for(gpu_id)
+    nvcc = find_nvcc()
+    ptxas = tool_next_to(nvcc, "ptxas")
+    with tempfile.TemporaryDirectory(prefix="perfmodel-compile-") as tmp:
+        work = Path(tmp)
+        ptx_path, cubin_path = work / "kernel.ptx", work / "kernel.cubin"
+        cmd = [nvcc, *NVCC_FLAGS, f"-arch={arch.replace('sm_', 'compute_')}", "-ptx", *extra_flags,
+               "-I", str(source.resolve().parent), "-o", str(ptx_path), str(source.resolve())]
+        log = run_tool(cmd, source, work, timeout)
+        ptx = ptx_path.read_text()
+        log += run_tool([ptxas, "-v", f"-arch={arch}", "-lineinfo", "-o", str(cubin_path), str(ptx_path)], source, work, timeout)
+        cubin = cubin_path.read_bytes()
+    resources = parse_ptxas(log)
+    names = demangle(list(resources))
+    kernels = {
+        name: KernelResources(name=name, demangled=names[name], arch=r.get("arch", arch), registers=r.get("registers", 0),
+                              shared_bytes=r.get("shared_bytes", 0), local_bytes=r.get("local_bytes", 0),
+                              spill_store_bytes=r.get("spill_store_bytes", 0), spill_load_bytes=r.get("spill_load_bytes", 0),
+                              barriers=r.get("barriers", 0), constant_bytes=r.get("constant_bytes", {}))
+        for name, r in resources.items()
+    }
+    return Compiled(source=source, gpu_id=gpu_id.lower(), arch=arch, ptx=ptx, cubin=cubin, kernels=kernels, log=log)
+
+
+# ---------------------------------------------------------------------------------------------
+# PTX .entry signatures (parameter names, sizes and alignments), used by launch discovery.
+# ---------------------------------------------------------------------------------------------
+_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)", re.DOTALL)
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.(?:global|shared|const|local)\s+)?(?:\.align\s+\d+\s+)?)?([\w$]+)(?:\[(\d+)\])?")
+_TYPE_BYTES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2, "b32": 4, "u32": 4, "s32": 4,
+               "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8, "b128": 16}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    size: int
+    align: int
+
+
+def entry_params(ptx: str) -> dict[str, list[Param]]:
+    """{mangled kernel name: its parameters in order} from the PTX .entry signatures."""
+    out: dict[str, list[Param]] = {}
+    for m in _ENTRY.finditer(ptx):
+        params = []
+        for p in _PARAM.finditer(m.group(2)):
+            align, ptype, name, count = p.groups()
+            elem = _TYPE_BYTES.get(ptype)
+            if elem is None:
+                raise KeetError(f"unsupported PTX parameter type .{ptype} of {m.group(1)}")
+            params.append(Param(name=name, type=ptype, size=elem * (int(count) if count else 1), align=int(align) if align else elem))
+        out[m.group(1)] = params
+    return out

@@ -1,0 +1,368 @@
+"""Launch discovery: run a self-contained CUDA program's host code with no GPU and record its launches.
+
+The program (kernels + main) is built with ``nvcc -cudart none`` against a recording stand-in
+for the CUDA runtime (``recorder/recorder.cpp``, compiled with the host compiler and cached):
+device memory is host memory, copies and memsets are done on the host, kernels never run, and
+each launch is recorded -- kernel, grid, block, dynamic shared memory, stream and argument
+values (raw bytes by the sizes of the PTX .entry signature; pointer arguments resolved to the
+buffer they point into + offset) -- with a snapshot of each buffer it points into as the host
+wrote it (cudaMemcpy / cudaMemset). Since device code never runs, results a program checks on
+the host are wrong; the record is flushed at every launch, so a program that then fails its
+check (exit 1, abort) still yields every launch made until then. The device the program sees
+(cudaGetDeviceProperties, cudaDeviceGetAttribute, occupancy queries) is the target GPU of the
+hardware database; cudaEventElapsedTime always answers 1.0 ms.
+
+Identical launches (same kernel, grid, block, dynamic shared memory and argument bytes) are
+merged by default, keeping the first one's buffer snapshots and counting the repeats
+(``Launch.count``): buffers only change through host writes, and a timing loop relaunches the
+same kernel on the same buffers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from keet.errors import KeetError
+from perfmodel.hardware import gpu
+from perfmodel.static.compile import (
+    Compiled,
+    CompileError,
+    arch_for,
+    compile_cu,
+    entry_params,
+    find_nvcc,
+    first_error,
+)
+
+RECORDER_SRC = Path(__file__).resolve().parent / "recorder" / "recorder.cpp"
+TIMEOUT_S = 60.0
+MEMORY_LIMIT_BYTES = 16 << 30  # address space of the program (device buffers are reserved lazily)
+SNAPSHOT_CAP_BYTES = 1 << 30  # total bytes of buffer snapshots written per program
+
+
+class DiscoveryError(KeetError):
+    """The program could not be built or run for launch discovery, or launched nothing."""
+
+
+@dataclass
+class Buffer:
+    """A device (or managed / pinned host / __device__ symbol) allocation as a launch saw it.
+
+    content: "file" (``path`` holds the bytes the host wrote), "fill" (every byte is ``fill``),
+    "uninitialized" (never written by the host; reads as zeros here) or "skipped" (not saved:
+    ``reason``)."""
+
+    id: int
+    size: int
+    kind: str
+    content: str
+    path: Path | None = None
+    fill: int | None = None
+    name: str | None = None
+    reason: str | None = None
+    _keep: object = field(default=None, repr=False, compare=False)  # keeps the scratch folder alive
+
+    def read(self) -> np.ndarray | None:
+        """The bytes as a uint8 array (zeros when uninitialized), or None when skipped."""
+        if self.content == "file" and self.path is not None:
+            return np.fromfile(self.path, dtype=np.uint8)
+        if self.content == "fill":
+            return np.full(self.size, self.fill or 0, dtype=np.uint8)
+        if self.content == "uninitialized":
+            return np.zeros(self.size, dtype=np.uint8)
+        return None
+
+
+@dataclass(frozen=True)
+class Pointer:
+    at: int  # byte offset inside the argument
+    buffer: int  # Buffer.id
+    offset: int  # byte offset inside the buffer
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str  # PTX parameter name
+    size: int
+    raw: bytes
+    pointers: tuple[Pointer, ...] = ()
+
+    @property
+    def value(self) -> int | None:
+        """The argument as an unsigned little-endian integer (sizes 1, 2, 4, 8)."""
+        return int.from_bytes(self.raw, "little") if self.size in (1, 2, 4, 8) and len(self.raw) == self.size else None
+
+    @property
+    def buffer(self) -> int | None:
+        """The buffer a pointer argument points into (None for scalars)."""
+        return self.pointers[0].buffer if self.size == 8 and self.pointers and self.pointers[0].at == 0 else None
+
+    @property
+    def offset(self) -> int | None:
+        return self.pointers[0].offset if self.buffer is not None else None
+
+    def as_float(self) -> float:
+        return float(np.frombuffer(self.raw, dtype={4: np.float32, 8: np.float64, 2: np.float16}[self.size])[0])
+
+
+@dataclass
+class Launch:
+    kernel: str  # mangled name (the PTX .entry name)
+    name: str  # demangled
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int = 0
+    args: list[Arg] = field(default_factory=list)
+    buffers: dict[int, Buffer] = field(default_factory=dict)
+    stream: int = 0
+    seq: int = 0  # position among the program's launches
+    count: int = 1  # identical launches merged into this one
+    error: str | None = None  # the runtime would have refused this launch (why)
+
+    @property
+    def threads(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2] * self.block[0] * self.block[1] * self.block[2]
+
+    def key(self) -> tuple:
+        return (self.kernel, self.grid, self.block, self.dynamic_shared_bytes, tuple(a.raw for a in self.args))
+
+
+class Launches(list):
+    """The list of launches, with how the program ended: ``exit_status`` (None: killed at the
+    timeout), ``completed`` (it reached exit() or the end of main; False after an abort or a
+    crash) and ``output`` (the tail of its stdout and stderr)."""
+
+    exit_status: int | None = None
+    completed: bool = False
+    output: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------------------------
+def cuda_include(nvcc: str) -> Path:
+    top = Path(nvcc).resolve().parent.parent
+    for cand in (top / "include", top / "targets" / "x86_64-linux" / "include", Path("/usr/local/cuda/include")):
+        if (cand / "cuda_runtime_api.h").is_file():
+            return cand
+    raise DiscoveryError(f"cuda_runtime_api.h not found next to {nvcc} (pip install nvidia-cuda-runtime)")
+
+
+def host_compiler() -> str:
+    for cand in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if cand and shutil.which(cand):
+            return shutil.which(cand)
+    raise DiscoveryError("no host C++ compiler found (g++, c++ or clang++; or set CXX)")
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "perfmodel"
+
+
+def recorder_object(nvcc: str, timeout: float = 120.0) -> Path:
+    """The compiled recorder (cached by the hash of its source, headers folder and compiler)."""
+    include = cuda_include(nvcc)
+    cxx = host_compiler()
+    digest = hashlib.sha256(RECORDER_SRC.read_bytes() + str(include).encode() + cxx.encode()).hexdigest()[:16]
+    for cache in (_cache_dir(), Path(tempfile.gettempdir()) / f"perfmodel-{os.getuid()}"):
+        target = cache / f"recorder-{digest}.o"
+        if target.is_file():
+            return target
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        tmp = cache / f".recorder-{digest}-{os.getpid()}.o"
+        cmd = [cxx, "-O2", "-std=c++17", "-fPIC", "-I", str(include), "-c", str(RECORDER_SRC), "-o", str(tmp)]
+        try:
+            p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise DiscoveryError(f"{RECORDER_SRC}: the host compiler took longer than {timeout:g} s") from None
+        if p.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise DiscoveryError(f"launch recorder does not build: {first_error(p.stderr + p.stdout, RECORDER_SRC)}")
+        os.replace(tmp, target)
+        return target
+    raise DiscoveryError("no writable cache folder for the launch recorder")
+
+
+def build_program(cu_path: Path, gpu_id: str, out: Path, timeout: float = 300.0) -> Path:
+    """The program's host code linked against the recorder (device code embedded as PTX only)."""
+    nvcc = find_nvcc()
+    recorder = recorder_object(nvcc)
+    virt = arch_for(gpu_id).replace("sm_", "compute_")
+    cmd = [nvcc, "-O2", "-std=c++17", f"-gencode=arch={virt},code={virt}", "-cudart", "none", "-ccbin", host_compiler(),
+           "-I", str(cu_path.resolve().parent), "-o", str(out), str(cu_path.resolve()), str(recorder)]
+    try:
+        p = subprocess.run(cmd, check=False, cwd=out.parent, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"{cu_path}: nvcc took longer than {timeout:g} s") from None
+    if p.returncode != 0:
+        log = p.stderr + p.stdout
+        if "undefined reference to" in log:
+            missing = sorted({ln.split("undefined reference to")[1].strip(" `'\u2018\u2019") for ln in log.splitlines()
+                              if "undefined reference to" in ln})
+            if "main" in missing:
+                raise DiscoveryError(f"{cu_path}: no main() to discover launches from; give the launch with --kernel/--grid/--block")
+            raise DiscoveryError(f"{cu_path}: uses CUDA runtime functions the launch recorder lacks: {', '.join(missing[:6])}"
+                                 " (give the launch with --kernel/--grid/--block instead)")
+        raise CompileError(first_error(log, cu_path))
+    return out
+
+
+def spec_text(compiled: Compiled, gpu_id: str) -> str:
+    """The recorder's kernel table (parameter sizes from the PTX) and target description."""
+    lines = []
+    for name, params in entry_params(compiled.ptx).items():
+        res = compiled.kernels.get(name)
+        regs, smem, local = (res.registers, res.shared_bytes, res.local_bytes) if res else (0, 0, 0)
+        lines.append(f"K {name} {regs} {smem} {local} {len(params)} " + " ".join(str(p.size) for p in params))
+    hw = gpu(gpu_id)
+    major, _, minor = (hw.compute_capability or "9.0").partition(".")
+    lines += [f"D name {hw.name}", f"D cc_major {major}", f"D cc_minor {minor or 0}"]
+    for key in ("sm_count", "warp_size", "registers_per_sm", "max_threads_per_block", "max_threads_per_sm",
+                "max_warps_per_sm", "max_blocks_per_sm", "shared_per_sm_bytes", "shared_alloc_unit_bytes",
+                "shared_reserved_per_block_bytes", "register_alloc_unit_per_warp", "schedulers_per_sm", "l2_bytes",
+                "max_registers_per_thread",
+                "dram_bytes"):
+        value = hw.value(key)
+        if value is not None:
+            lines.append(f"D {key} {int(value)}")
+    optin = hw.value("max_shared_per_block_bytes")
+    if optin is not None:
+        lines.append(f"D max_shared_per_block_optin {int(optin)}")
+    if hw.value("clock_boost_hz"):
+        lines.append(f"D clock_khz {int(hw.value('clock_boost_hz') / 1000)}")
+    if hw.value("clock_memory_hz"):
+        lines.append(f"D memory_clock_khz {int(hw.value('clock_memory_hz') / 1000)}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+def run_program(exe: Path, env: dict[str, str], cwd: Path, argv: list[str], timeout: float, memory_bytes: int) -> tuple[int | None, str]:
+    """Run with a time and memory limit in its own process group; (exit status or None on timeout, output tail).
+
+    The limits (address space, no core file) are set by `sh -c ulimit` in the child rather than
+    by a preexec_fn, which is unsafe in a process with threads."""
+    limits = f"ulimit -v {max(1, memory_bytes // 1024)} && ulimit -c 0 && exec \"$0\" \"$@\""
+    p = subprocess.Popen(["/bin/sh", "-c", limits, str(exe), *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out.decode(errors="replace")[-4000:]
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return None, out.decode(errors="replace")[-4000:]
+
+
+def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object) -> tuple[list[Launch], bool]:
+    """The recorder's JSON lines -> launches (all of them, in order) and whether the program reached exit."""
+    launches: list[Launch] = []
+    exited = False
+    snapshots: dict[tuple, Buffer] = {}
+    for line in path.read_text().splitlines():
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by a crash
+            continue
+        if ev.get("ev") == "exit":
+            exited = True
+        if ev.get("ev") != "launch" or not ev.get("kernel"):
+            continue
+        names = [p.name for p in params.get(ev["kernel"], [])]
+        args = [Arg(name=names[i] if i < len(names) else f"param_{i}", size=a["size"], raw=bytes.fromhex(a["hex"]),
+                    pointers=tuple(Pointer(*p) for p in a["pointers"])) for i, a in enumerate(ev.get("args", []))]
+        buffers = {}
+        for b in ev.get("buffers", []):
+            key = (b["id"], b["content"], b.get("file"), b.get("fill"), b.get("reason"))
+            if key not in snapshots:
+                snapshots[key] = Buffer(id=b["id"], size=b["size"], kind=b["kind"], content=b["content"],
+                                        path=folder / b["file"] if b.get("file") else None, fill=b.get("fill"),
+                                        name=b.get("name"), reason=b.get("reason"), _keep=keep)
+            buffers[b["id"]] = snapshots[key]
+        launches.append(Launch(kernel=ev["kernel"], name=ev.get("demangled", ev["kernel"]), grid=tuple(ev["grid"]),
+                               block=tuple(ev["block"]), dynamic_shared_bytes=ev.get("smem", 0), args=args, buffers=buffers,
+                               stream=ev.get("stream", 0), seq=ev["seq"], error=ev.get("error")))
+    return launches, exited
+
+
+def merge_identical(launches: list[Launch], by: str = "args") -> list[Launch]:
+    """Merge repeats, keeping the first launch and counting the others: by "args" (same kernel,
+    grid, block, dynamic shared memory and argument bytes) or by "config" (same kernel, grid,
+    block and dynamic shared memory, whatever the arguments: for programs that pass a loop
+    counter, like the zoo's launch_overhead)."""
+    out: dict[tuple, Launch] = {}
+    for launch in launches:
+        key = launch.key() if by == "args" else launch.key()[:4]
+        first = out.setdefault(key, launch)
+        if first is not launch:
+            first.count += launch.count
+    return list(out.values())
+
+
+def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | None = None, argv: list[str] | tuple[str, ...] = (),
+                      workdir: str | Path | None = None, unique: bool | str = True, timeout: float = TIMEOUT_S,
+                      memory_bytes: int = MEMORY_LIMIT_BYTES, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES) -> Launches:
+    """The kernel launches of the self-contained program CU_PATH, recorded with no GPU for GPU_ID.
+
+    compiled: the program compiled for GPU_ID (compile_cu), to reuse its PTX; argv: the
+    program's arguments; workdir: where buffer snapshots are kept (default: a temporary folder
+    removed once no returned Buffer refers to it); unique: True or "args" merges identical
+    launches, "config" merges launches of the same kernel and configuration whatever their
+    arguments, False returns every launch."""
+    if unique not in (True, False, "args", "config"):
+        raise ValueError(f"unique must be True, False, 'args' or 'config', not {unique!r}")
+    cu_path = Path(cu_path)
+    if not cu_path.is_file():
+        raise KeetError(f"{cu_path}: no such file")
+    compiled = compiled or compile_cu(cu_path, gpu_id)
+    if compiled.arch != arch_for(gpu_id):
+        raise KeetError(f"{cu_path}: compiled for {compiled.arch}, not for {gpu_id} ({arch_for(gpu_id)})")
+    params = entry_params(compiled.ptx)
+    if not params:
+        raise DiscoveryError(f"{cu_path}: no __global__ kernel in this file")
+    keep: object = None
+    if workdir is None:
+        keep = tempfile.TemporaryDirectory(prefix="perfmodel-launches-")
+        folder = Path(keep.name)
+    else:
+        folder = Path(workdir)
+        folder.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix="perfmodel-build-"))
+    try:
+        exe = build_program(cu_path, gpu_id, build / "program")
+        spec = build / "kernels.spec"
+        spec.write_text(spec_text(compiled, gpu_id))
+        record = folder / "launches.jsonl"
+        record.unlink(missing_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PERFMODEL_RECORD_")}
+        env.update(PERFMODEL_RECORD_OUT=str(record), PERFMODEL_RECORD_DIR=str(folder), PERFMODEL_RECORD_SPEC=str(spec),
+                   PERFMODEL_RECORD_MAX_BYTES=str(int(snapshot_cap_bytes)))
+        status, tail = run_program(exe, env, folder, list(argv), timeout, memory_bytes)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    launches, completed = parse_record(record, params, folder, keep) if record.is_file() else ([], False)
+    if not launches:
+        if status is None:
+            why = f"ran longer than {timeout:g} s before its first launch"
+        else:
+            last = [ln for ln in tail.splitlines() if ln.strip()]
+            why = f"launched no kernel (exit status {status}{': ' + last[-1][:200] if last else ''})"
+        raise DiscoveryError(f"{cu_path}: {why}; give the launch with --kernel/--grid/--block")
+    result = Launches(merge_identical(launches, "config" if unique == "config" else "args") if unique else launches)
+    result.exit_status, result.completed, result.output = status, completed, tail
+    return result

@@ -1,0 +1,749 @@
+// recorder.cpp -- a recording stand-in for the CUDA runtime, for launch discovery with no GPU.
+//
+// A CUDA program's host code is linked against this file instead of libcudart
+// (`nvcc -cudart none ... recorder.o`). Device memory is host memory (mmap, reserved lazily),
+// copies and memsets are done on the host, kernels never run, and every launch is appended as
+// one JSON line to $PERFMODEL_RECORD_OUT, flushed at once, so a program that later fails its
+// result check (device code did not run) or aborts still leaves every launch made until then.
+//
+// Environment (set by perfmodel/static/launches.py):
+//   PERFMODEL_RECORD_OUT     JSON-lines output file (required)
+//   PERFMODEL_RECORD_DIR     folder for buffer snapshots (default: the output's folder)
+//   PERFMODEL_RECORD_SPEC    kernel table: "K <mangled> <regs> <static smem> <local> <nparams> <size>..."
+//                            and device lines "D <key> <value>" describing the target GPU
+//   PERFMODEL_RECORD_MAX_BYTES  cap on the total bytes of buffer snapshots (default 512 MiB)
+//
+// Lines written: {"ev":"start"}, {"ev":"alloc",...}, {"ev":"free",...}, {"ev":"launch",...},
+// {"ev":"exit"}. A launch lists its arguments (raw bytes in hex, with every 8-byte aligned word
+// that points into a buffer resolved to buffer id + offset) and the state of each buffer its
+// arguments point into: "file" (a snapshot of the bytes the host wrote, made when the buffer's
+// content changed since its last snapshot), "fill" (the whole buffer was memset to one byte),
+// "uninitialized" (never written by the host) or "skipped" (the snapshot cap was reached).
+// Timing: events record nothing; cudaEventElapsedTime always answers kEventMs (1.0 ms), a fixed
+// nonzero time so that programs that divide by it keep going.
+#include <cuda_runtime_api.h>
+#include <cxxabi.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr float kEventMs = 1.0f;
+
+struct KernelInfo {
+  std::string mangled;
+  int regs = 0, smem = 0, local = 0;
+  std::vector<int> sizes;
+  bool known = false;
+  int max_dyn_smem = 48 * 1024;
+};
+
+struct Buffer {
+  long id;
+  char* base;
+  size_t size;
+  std::string kind;  // device, managed, host, symbol
+  std::string name;  // symbol name
+  long version = 0;
+  long saved_version = -1;
+  int fill = -1;  // >= 0: the whole buffer is this byte (not yet written to memory)
+  bool written = false;
+  uint64_t saved_hash = 0;
+  std::string saved_file;
+  bool skipped = false;
+  bool owned = true;
+};
+
+// Globals live in one never-destroyed object built on first use: nvcc's registration code runs
+// from static initializers, possibly before this file's own globals would be constructed.
+struct CallConfig {
+  dim3 grid, block;
+  size_t smem;
+  void* stream;
+};
+struct State {
+  FILE* out = nullptr;
+  std::string dir;
+  size_t cap = size_t(512) << 20, saved = 0;
+  long next_buffer = 1, seq = 0;
+  std::map<uintptr_t, Buffer*> buffers;        // base -> buffer
+  std::map<const void*, KernelInfo> kernels;  // host stub -> kernel
+  std::map<std::string, KernelInfo> spec;     // mangled -> sizes/resources
+  std::map<std::string, std::string> device;  // target GPU description
+  bool spec_loaded = false;
+  cudaError_t last_error = cudaSuccess;
+  long next_handle = 1;
+  std::vector<CallConfig> config_stack;
+};
+State& S() {
+  static State* s = new State;
+  return *s;
+}
+std::recursive_mutex g_mu;
+#define g_out S().out
+#define g_dir S().dir
+#define g_cap S().cap
+#define g_saved S().saved
+#define g_next_buffer S().next_buffer
+#define g_seq S().seq
+#define g_buffers S().buffers
+#define g_kernels S().kernels
+#define g_spec S().spec
+#define g_device S().device
+#define g_spec_loaded S().spec_loaded
+#define g_last_error S().last_error
+#define g_next_handle S().next_handle
+#define g_config_stack S().config_stack
+
+void out_line(const std::string& s) {
+  if (!g_out) return;
+  std::fputs(s.c_str(), g_out);
+  std::fputc('\n', g_out);
+  std::fflush(g_out);
+}
+
+std::string fmt(const char* f, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, f);
+  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return buf;
+}
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') { o += '\\'; o += char(c); }
+    else if (c < 0x20) o += fmt("\\u%04x", c);
+    else o += char(c);
+  }
+  return o + "\"";
+}
+
+void load_spec() {
+  if (g_spec_loaded) return;
+  g_spec_loaded = true;
+  const char* path = std::getenv("PERFMODEL_RECORD_SPEC");
+  if (!path) return;
+  FILE* f = std::fopen(path, "r");
+  if (!f) return;
+  char line[65536];
+  while (std::fgets(line, sizeof line, f)) {
+    char* save = nullptr;
+    char* tok = strtok_r(line, " \n", &save);
+    if (!tok) continue;
+    if (tok[0] == 'K') {
+      KernelInfo k;
+      k.mangled = strtok_r(nullptr, " \n", &save);
+      k.regs = std::atoi(strtok_r(nullptr, " \n", &save));
+      k.smem = std::atoi(strtok_r(nullptr, " \n", &save));
+      k.local = std::atoi(strtok_r(nullptr, " \n", &save));
+      int n = std::atoi(strtok_r(nullptr, " \n", &save));
+      for (int i = 0; i < n; ++i) k.sizes.push_back(std::atoi(strtok_r(nullptr, " \n", &save)));
+      k.known = true;
+      g_spec[k.mangled] = k;
+    } else if (tok[0] == 'D') {
+      char* key = strtok_r(nullptr, " \n", &save);
+      char* val = strtok_r(nullptr, "\n", &save);
+      if (key && val) g_device[key] = val;
+    }
+  }
+  std::fclose(f);
+}
+
+long dev_int(const char* key, long dflt) {
+  load_spec();
+  auto it = g_device.find(key);
+  return it == g_device.end() ? dflt : std::atol(it->second.c_str());
+}
+
+void start() {
+  static bool started = false;
+  if (started) return;
+  started = true;
+  const char* out = std::getenv("PERFMODEL_RECORD_OUT");
+  if (out) g_out = std::fopen(out, "a");
+  const char* dir = std::getenv("PERFMODEL_RECORD_DIR");
+  if (dir) g_dir = dir;
+  else if (out) {
+    g_dir = out;
+    size_t slash = g_dir.rfind('/');
+    g_dir = slash == std::string::npos ? "." : g_dir.substr(0, slash);
+  } else g_dir = ".";
+  const char* cap = std::getenv("PERFMODEL_RECORD_MAX_BYTES");
+  if (cap) g_cap = std::strtoull(cap, nullptr, 10);
+  load_spec();
+  out_line("{\"ev\":\"start\"}");
+  std::atexit([] { std::lock_guard<std::recursive_mutex> l(g_mu); out_line(fmt("{\"ev\":\"exit\",\"launches\":%ld}", g_seq)); });
+}
+
+Buffer* find_buffer(const void* p) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto it = g_buffers.upper_bound(a);
+  if (it == g_buffers.begin()) return nullptr;
+  --it;
+  Buffer* b = it->second;
+  if (a >= it->first && a < it->first + (b->size ? b->size : 1)) return b;
+  return nullptr;
+}
+
+// The whole buffer memset lazily: write the fill byte to memory before a partial access.
+void materialize(Buffer* b) {
+  if (b && b->fill >= 0) {
+    std::memset(b->base, b->fill, b->size);
+    b->fill = -1;
+  }
+}
+
+void touched(Buffer* b) {
+  if (b) { b->version++; b->written = true; }
+}
+
+Buffer* new_buffer(size_t size, const char* kind, cudaError_t* err) {
+  size_t map = size ? size : 1;
+  void* p = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) { *err = cudaErrorMemoryAllocation; return nullptr; }
+  Buffer* b = new Buffer{g_next_buffer++, static_cast<char*>(p), size, kind};
+  g_buffers[reinterpret_cast<uintptr_t>(p)] = b;
+  out_line(fmt("{\"ev\":\"alloc\",\"id\":%ld,\"size\":%zu,\"kind\":\"%s\"}", b->id, size, kind));
+  *err = cudaSuccess;
+  return b;
+}
+
+uint64_t hash_bytes(const char* p, size_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x100000001B3ull;
+    h ^= h >> 29;
+  }
+  for (; i < n; ++i) h = (h ^ uint8_t(p[i])) * 0x100000001B3ull;
+  return h;
+}
+
+// The buffer's state at a launch, as a JSON object (snapshot written when needed).
+std::string buffer_state(Buffer* b) {
+  std::string head = fmt("{\"id\":%ld,\"size\":%zu,\"kind\":\"%s\"", b->id, b->size, b->kind.c_str());
+  if (!b->name.empty()) head += ",\"name\":" + json_str(b->name);
+  if (b->fill >= 0) return head + fmt(",\"content\":\"fill\",\"fill\":%d}", b->fill);
+  bool host_visible = b->kind == "managed" || b->kind == "host" || b->kind == "symbol";
+  if (!b->written && !host_visible) return head + ",\"content\":\"uninitialized\"}";
+  uint64_t h = 0;
+  bool changed = b->version != b->saved_version;
+  if (host_visible) {  // the host may write it directly: compare contents
+    h = hash_bytes(b->base, b->size);
+    changed = b->saved_file.empty() || h != b->saved_hash;
+  }
+  if (changed) {
+    if (g_saved + b->size > g_cap) {
+      b->skipped = true;
+      b->saved_version = b->version;
+      b->saved_file.clear();
+      return head + fmt(",\"content\":\"skipped\",\"reason\":\"snapshot cap of %zu bytes reached\"}", g_cap);
+    }
+    std::string name = fmt("buf%ld_v%ld.bin", b->id, b->version);
+    if (host_visible) name = fmt("buf%ld_h%016llx.bin", b->id, (unsigned long long)h);
+    std::string path = g_dir + "/" + name;
+    FILE* f = std::fopen(path.c_str(), "wb");
+    bool ok = f && std::fwrite(b->base, 1, b->size, f) == b->size;
+    if (f) std::fclose(f);
+    if (!ok) return head + ",\"content\":\"skipped\",\"reason\":\"cannot write snapshot\"}";
+    g_saved += b->size;
+    b->saved_version = b->version;
+    b->saved_hash = h;
+    b->saved_file = name;
+    b->skipped = false;
+  }
+  if (b->skipped) return head + fmt(",\"content\":\"skipped\",\"reason\":\"snapshot cap of %zu bytes reached\"}", g_cap);
+  return head + ",\"content\":\"file\",\"file\":" + json_str(b->saved_file) + "}";
+}
+
+std::string demangle(const std::string& m) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(m.c_str(), nullptr, nullptr, &status);
+  std::string out = (status == 0 && d) ? d : m;
+  std::free(d);
+  return out;
+}
+
+KernelInfo* kernel_of(const void* func) {
+  auto it = g_kernels.find(func);
+  return it == g_kernels.end() ? nullptr : &it->second;
+}
+
+cudaError_t record_launch(const void* func, dim3 grid, dim3 block, void** args, size_t smem, void* stream) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  KernelInfo* k = kernel_of(func);
+  long seq = g_seq++;
+  std::string s = fmt("{\"ev\":\"launch\",\"seq\":%ld,", seq);
+  if (!k) {
+    out_line(s + "\"kernel\":null,\"error\":\"launch of a function that is not a registered kernel\"}");
+    return g_last_error = cudaErrorInvalidDeviceFunction;
+  }
+  cudaError_t err = cudaSuccess;
+  const char* why = nullptr;
+  long threads = long(block.x) * block.y * block.z;
+  if (threads < 1 || threads > dev_int("max_threads_per_block", 1024) || block.z > 64) {
+    err = cudaErrorInvalidConfiguration; why = "block size exceeds the target's limits";
+  } else if (grid.x < 1 || grid.y < 1 || grid.z < 1 || grid.y > 65535 || grid.z > 65535) {
+    err = cudaErrorInvalidConfiguration; why = "grid size exceeds the target's limits";
+  } else if (long(smem) > k->max_dyn_smem) {
+    err = cudaErrorInvalidValue; why = "dynamic shared memory exceeds the kernel's limit (cudaFuncSetAttribute)";
+  } else if (long(smem) + k->smem > dev_int("max_shared_per_block_optin", 49152)) {
+    err = cudaErrorInvalidValue; why = "shared memory exceeds the target's per-block limit";
+  }
+  s += "\"kernel\":" + json_str(k->mangled) + ",\"demangled\":" + json_str(demangle(k->mangled));
+  s += fmt(",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%zu,\"stream\":%lld", grid.x, grid.y, grid.z, block.x,
+           block.y, block.z, smem, (long long)(uintptr_t)stream);
+  if (why) s += ",\"error\":" + json_str(why);
+  std::vector<Buffer*> used;
+  s += ",\"args\":[";
+  if (!k->known) s += "]";
+  else {
+    for (size_t i = 0; i < k->sizes.size(); ++i) {
+      int n = k->sizes[i];
+      const unsigned char* p = static_cast<const unsigned char*>(args ? args[i] : nullptr);
+      std::string hex;
+      for (int j = 0; p && j < n; ++j) hex += fmt("%02x", p[j]);
+      s += (i ? "," : "") + fmt("{\"size\":%d,\"hex\":\"%s\",\"pointers\":[", n, hex.c_str());
+      int np = 0;
+      for (int at = 0; p && at + 8 <= n; at += 8) {
+        uintptr_t w;
+        std::memcpy(&w, p + at, 8);
+        Buffer* b = w ? find_buffer(reinterpret_cast<const void*>(w)) : nullptr;
+        if (!b) continue;
+        s += (np++ ? "," : "") + fmt("[%d,%ld,%zu]", at, b->id, size_t(w - reinterpret_cast<uintptr_t>(b->base)));
+        bool seen = false;
+        for (Buffer* u : used) seen |= u == b;
+        if (!seen) used.push_back(b);
+      }
+      s += "]}";
+    }
+    s += "]";
+    if (!k->known) {}
+  }
+  if (!k->known) s += ",\"error\":\"kernel missing from the PTX parameter table\"";
+  for (auto& kv : g_buffers) {  // __device__/__constant__ variables the host wrote
+    Buffer* b = kv.second;
+    bool seen = false;
+    for (Buffer* u : used) seen |= u == b;
+    if (b->kind == "symbol" && b->written && !seen) used.push_back(b);
+  }
+  s += ",\"buffers\":[";
+  for (size_t i = 0; i < used.size(); ++i) s += (i ? "," : "") + buffer_state(used[i]);
+  s += "]}";
+  out_line(s);
+  if (err != cudaSuccess) g_last_error = err;
+  return err;
+}
+
+bool is_device(Buffer* b) { return b && (b->kind == "device" || b->kind == "symbol"); }
+
+cudaError_t do_memcpy(void* dst, const void* src, size_t count) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  Buffer* d = find_buffer(dst);
+  Buffer* s = find_buffer(src);
+  if (d && (static_cast<char*>(dst) + count > d->base + d->size)) return g_last_error = cudaErrorInvalidValue;
+  if (s && (static_cast<const char*>(src) + count > s->base + s->size)) return g_last_error = cudaErrorInvalidValue;
+  materialize(s);
+  if (d && d->fill >= 0 && !(dst == d->base && count == d->size)) materialize(d);
+  if (d) d->fill = -1;
+  if (count) std::memmove(dst, src, count);
+  touched(d);
+  return cudaSuccess;
+}
+
+cudaError_t do_memset(void* dst, int value, size_t count) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  Buffer* d = find_buffer(dst);
+  if (!d) return g_last_error = cudaErrorInvalidValue;
+  if (static_cast<char*>(dst) + count > d->base + d->size) return g_last_error = cudaErrorInvalidValue;
+  if (dst == d->base && count == d->size && d->kind == "device") {
+    d->fill = value & 0xff;  // lazily: nothing is written until a partial access
+  } else {
+    materialize(d);
+    std::memset(dst, value, count);
+  }
+  touched(d);
+  return cudaSuccess;
+}
+
+cudaError_t alloc(void** ptr, size_t size, const char* kind) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  if (!ptr) return g_last_error = cudaErrorInvalidValue;
+  if (size > size_t(dev_int("dram_bytes", 80L << 30))) { *ptr = nullptr; return g_last_error = cudaErrorMemoryAllocation; }
+  cudaError_t err;
+  Buffer* b = new_buffer(size, kind, &err);
+  *ptr = b ? b->base : nullptr;
+  if (err != cudaSuccess) g_last_error = err;
+  return err;
+}
+
+cudaError_t release(void* p) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  if (!p) return cudaSuccess;
+  auto it = g_buffers.find(reinterpret_cast<uintptr_t>(p));
+  if (it == g_buffers.end() || !it->second->owned) return g_last_error = cudaErrorInvalidValue;
+  Buffer* b = it->second;
+  out_line(fmt("{\"ev\":\"free\",\"id\":%ld}", b->id));
+  munmap(b->base, b->size ? b->size : 1);
+  g_buffers.erase(it);
+  delete b;
+  return cudaSuccess;
+}
+
+int occupancy(const void* func, int block_size, size_t dyn_smem) {
+  KernelInfo* k = kernel_of(func);
+  if (!k || block_size <= 0 || block_size > dev_int("max_threads_per_block", 1024)) return 0;
+  if (k->regs > dev_int("max_registers_per_thread", 255)) return 0;
+  int warps = (block_size + 31) / 32;
+  long by_threads = dev_int("max_warps_per_sm", 64) / warps;
+  long by_blocks = dev_int("max_blocks_per_sm", 32);
+  long unit = dev_int("register_alloc_unit_per_warp", 256);
+  long regs_per_warp = ((long(k->regs) * 32 + unit - 1) / unit) * unit;
+  long by_regs = regs_per_warp ? (dev_int("registers_per_sm", 65536) / dev_int("schedulers_per_sm", 4) / regs_per_warp) *
+                                     dev_int("schedulers_per_sm", 4) / warps
+                               : by_blocks;
+  long smem_unit = dev_int("shared_alloc_unit_bytes", 128);
+  long smem = long(k->smem) + long(dyn_smem) + dev_int("shared_reserved_per_block_bytes", 1024);
+  smem = (smem + smem_unit - 1) / smem_unit * smem_unit;
+  long by_smem = smem ? dev_int("shared_per_sm_bytes", 233472) / smem : by_blocks;
+  long n = by_threads;
+  for (long v : {by_blocks, by_regs, by_smem}) n = v < n ? v : n;
+  return int(n < 0 ? 0 : n);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Entry points of nvcc-generated host code.
+// ------------------------------------------------------------------------------------------
+extern "C" {
+
+void** __cudaRegisterFatBinary(void* fat) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  static void* handle;
+  handle = fat;
+  return &handle;
+}
+void __cudaRegisterFatBinaryEnd(void**) {}
+void __cudaUnregisterFatBinary(void**) {}
+
+void __cudaRegisterFunction(void**, const char* hostFun, char* deviceFun, const char*, int, uint3*, uint3*, dim3*,
+                            dim3*, int*) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  KernelInfo k;
+  auto it = g_spec.find(deviceFun);
+  if (it != g_spec.end()) k = it->second;
+  k.mangled = deviceFun;
+  g_kernels[hostFun] = k;
+}
+
+void __cudaRegisterVar(void**, char* hostVar, char*, const char* deviceName, int, size_t size, int constant, int) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  Buffer* b = new Buffer{g_next_buffer++, hostVar, size, "symbol", deviceName};
+  b->owned = false;
+  g_buffers[reinterpret_cast<uintptr_t>(hostVar)] = b;
+  out_line(fmt("{\"ev\":\"alloc\",\"id\":%ld,\"size\":%zu,\"kind\":\"symbol\",\"name\":%s,\"constant\":%s}", b->id, size,
+               json_str(deviceName).c_str(), constant ? "true" : "false"));
+}
+void __cudaRegisterManagedVar(void** h, void** hostVarPtrAddress, char* deviceAddress, const char* deviceName, int ext,
+                              size_t size, int constant, int global) {
+  __cudaRegisterVar(h, reinterpret_cast<char*>(hostVarPtrAddress), deviceAddress, deviceName, ext, size, constant, global);
+}
+char __cudaInitModule(void**) { return 0; }
+void __cudaRegisterTexture(void**, const void*, const void**, const char*, int, int, int) {}
+void __cudaRegisterSurface(void**, const void*, const void**, const char*, int, int) {}
+
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, void* stream) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  g_config_stack.push_back({gridDim, blockDim, sharedMem, stream});
+  return 0;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  if (g_config_stack.empty()) return cudaErrorMissingConfiguration;
+  CallConfig c = g_config_stack.back();
+  g_config_stack.pop_back();
+  *gridDim = c.grid;
+  *blockDim = c.block;
+  *sharedMem = c.smem;
+  *static_cast<void**>(stream) = c.stream;
+  return cudaSuccess;
+}
+
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* func) {
+  *kernel = reinterpret_cast<cudaKernel_t>(const_cast<void*>(func));
+  return cudaSuccess;
+}
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
+  return record_launch(reinterpret_cast<const void*>(kernel), g, b, args, smem, s);
+}
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
+  return record_launch(reinterpret_cast<const void*>(kernel), g, b, args, smem, s);
+}
+cudaError_t cudaLaunchKernel(const void* func, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
+  return record_launch(func, g, b, args, smem, s);
+}
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
+  return record_launch(func, g, b, args, smem, s);
+}
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
+  return record_launch(func, g, b, args, smem, s);
+}
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  if (!config) return g_last_error = cudaErrorInvalidValue;
+  return record_launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream);
+}
+
+// ------------------------------------------------------------------------------------------
+// Memory.
+// ------------------------------------------------------------------------------------------
+cudaError_t cudaMalloc(void** p, size_t size) { return alloc(p, size, "device"); }
+cudaError_t cudaMallocManaged(void** p, size_t size, unsigned int) { return alloc(p, size, "managed"); }
+cudaError_t cudaMallocHost(void** p, size_t size) { return alloc(p, size, "host"); }
+cudaError_t cudaHostAlloc(void** p, size_t size, unsigned int) { return alloc(p, size, "host"); }
+cudaError_t cudaMallocAsync(void** p, size_t size, cudaStream_t) { return alloc(p, size, "device"); }
+cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+  *pitch = (width + 511) / 512 * 512;
+  return alloc(p, *pitch * height, "device");
+}
+cudaError_t cudaFree(void* p) { return release(p); }
+cudaError_t cudaFreeHost(void* p) { return release(p); }
+cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return release(p); }
+cudaError_t cudaHostRegister(void*, size_t, unsigned int) { return cudaSuccess; }
+cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
+cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned int) { *d = h; return cudaSuccess; }
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind) { return do_memcpy(dst, src, count); }
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind, cudaStream_t) {
+  return do_memcpy(dst, src, count);
+}
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                         cudaMemcpyKind) {
+  for (size_t r = 0; r < height; ++r) {
+    cudaError_t e = do_memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind) {
+  return do_memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count);
+}
+cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind) {
+  return do_memcpy(dst, static_cast<const char*>(symbol) + offset, count);
+}
+cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind k,
+                                    cudaStream_t) {
+  return cudaMemcpyToSymbol(symbol, src, count, offset, k);
+}
+cudaError_t cudaGetSymbolAddress(void** p, const void* symbol) { *p = const_cast<void*>(symbol); return cudaSuccess; }
+cudaError_t cudaMemset(void* dst, int value, size_t count) { return do_memset(dst, value, count); }
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t) { return do_memset(dst, value, count); }
+cudaError_t cudaMemPrefetchAsync(const void*, size_t, cudaMemLocation, unsigned int, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
+  size_t t = size_t(dev_int("dram_bytes", 80L << 30));
+  if (total) *total = t;
+  if (free_bytes) *free_bytes = t - t / 64;
+  return cudaSuccess;
+}
+
+// ------------------------------------------------------------------------------------------
+// Device, errors, synchronization, streams, events, function attributes.
+// ------------------------------------------------------------------------------------------
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : (g_last_error = cudaErrorInvalidDevice); }
+cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
+cudaError_t cudaGetDeviceCount(int* n) { *n = 1; return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceReset() { return cudaSuccess; }
+cudaError_t cudaThreadSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
+cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
+cudaError_t cudaFree0() { return cudaSuccess; }
+
+cudaError_t cudaGetLastError() { cudaError_t e = g_last_error; g_last_error = cudaSuccess; return e; }
+cudaError_t cudaPeekAtLastError() { return g_last_error; }
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorMissingConfiguration: return "cudaErrorMissingConfiguration";
+    case cudaErrorNotSupported: return "cudaErrorNotSupported";
+    default: return "cudaErrorUnknown";
+  }
+}
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDeviceFunction: return "invalid device function";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    default: return "unknown error (perfmodel launch recorder)";
+  }
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
+  if (!p || device != 0) return g_last_error = cudaErrorInvalidDevice;
+  load_spec();
+  std::memset(p, 0, sizeof *p);
+  std::string name = g_device.count("name") ? g_device["name"] : "perfmodel target GPU";
+  std::snprintf(p->name, sizeof p->name, "%s", name.c_str());
+  p->totalGlobalMem = size_t(dev_int("dram_bytes", 80L << 30));
+  p->sharedMemPerBlock = 48 * 1024;
+  p->regsPerBlock = int(dev_int("registers_per_sm", 65536));
+  p->warpSize = int(dev_int("warp_size", 32));
+  p->memPitch = SIZE_MAX;
+  p->maxThreadsPerBlock = int(dev_int("max_threads_per_block", 1024));
+  p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+  p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 2147483647;
+  p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+  p->totalConstMem = 65536;
+  p->major = int(dev_int("cc_major", 9));
+  p->minor = int(dev_int("cc_minor", 0));
+  p->textureAlignment = 512;
+  p->texturePitchAlignment = 32;
+  p->multiProcessorCount = int(dev_int("sm_count", 132));
+  p->canMapHostMemory = 1;
+  p->concurrentKernels = 1;
+  p->asyncEngineCount = 2;
+  p->unifiedAddressing = 1;
+  p->memoryBusWidth = int(dev_int("memory_bus_width", 5120));
+  p->l2CacheSize = int(dev_int("l2_bytes", 50331648));
+  p->maxThreadsPerMultiProcessor = int(dev_int("max_threads_per_sm", 2048));
+  p->globalL1CacheSupported = p->localL1CacheSupported = 1;
+  p->sharedMemPerMultiprocessor = size_t(dev_int("shared_per_sm_bytes", 233472));
+  p->regsPerMultiprocessor = int(dev_int("registers_per_sm", 65536));
+  p->managedMemory = p->concurrentManagedAccess = p->cooperativeLaunch = 1;
+  p->sharedMemPerBlockOptin = size_t(dev_int("max_shared_per_block_optin", 232448));
+  p->maxBlocksPerMultiProcessor = int(dev_int("max_blocks_per_sm", 32));
+  p->reservedSharedMemPerBlock = size_t(dev_int("shared_reserved_per_block_bytes", 1024));
+  p->clusterLaunch = p->major >= 9;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (!value || device != 0) return g_last_error = cudaErrorInvalidDevice;
+  cudaDeviceProp p;
+  cudaGetDeviceProperties(&p, 0);
+  switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxBlockDimX: case cudaDevAttrMaxBlockDimY: *value = 1024; break;
+    case cudaDevAttrMaxBlockDimZ: *value = 64; break;
+    case cudaDevAttrMaxGridDimX: *value = p.maxGridSize[0]; break;
+    case cudaDevAttrMaxGridDimY: case cudaDevAttrMaxGridDimZ: *value = 65535; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = int(p.sharedMemPerBlock); break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = int(p.sharedMemPerBlockOptin); break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = int(p.sharedMemPerMultiprocessor); break;
+    case cudaDevAttrTotalConstantMemory: *value = int(p.totalConstMem); break;
+    case cudaDevAttrWarpSize: *value = p.warpSize; break;
+    case cudaDevAttrMaxRegistersPerBlock: *value = p.regsPerBlock; break;
+    case cudaDevAttrMaxRegistersPerMultiprocessor: *value = p.regsPerMultiprocessor; break;
+    case cudaDevAttrClockRate: *value = int(dev_int("clock_khz", 1980000)); break;
+    case cudaDevAttrMemoryClockRate: *value = int(dev_int("memory_clock_khz", 2619000)); break;
+    case cudaDevAttrGlobalMemoryBusWidth: *value = p.memoryBusWidth; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *value = p.maxBlocksPerMultiProcessor; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+    case cudaDevAttrConcurrentKernels: case cudaDevAttrUnifiedAddressing: case cudaDevAttrManagedMemory:
+    case cudaDevAttrCooperativeLaunch: case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
+    case cudaDevAttrReservedSharedMemoryPerBlock: *value = int(p.reservedSharedMemPerBlock); break;
+    default: *value = 0;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  KernelInfo* k = kernel_of(func);
+  if (!k) return g_last_error = cudaErrorInvalidDeviceFunction;
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (value < 0 || long(value) + k->smem > dev_int("max_shared_per_block_optin", 232448))
+      return g_last_error = cudaErrorInvalidValue;
+    k->max_dyn_smem = value;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaFuncSetCacheConfig(const void*, cudaFuncCache) { return cudaSuccess; }
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void* func) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  KernelInfo* k = kernel_of(func);
+  if (!k || !a) return g_last_error = cudaErrorInvalidDeviceFunction;
+  std::memset(a, 0, sizeof *a);
+  a->sharedSizeBytes = size_t(k->smem);
+  a->constSizeBytes = 0;
+  a->localSizeBytes = size_t(k->local);
+  a->maxThreadsPerBlock = int(dev_int("max_threads_per_block", 1024));
+  a->numRegs = k->regs;
+  a->ptxVersion = a->binaryVersion = int(dev_int("cc_major", 9) * 10 + dev_int("cc_minor", 0));
+  a->maxDynamicSharedSizeBytes = k->max_dyn_smem;
+  return cudaSuccess;
+}
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* func, int block_size, size_t dyn_smem) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  if (!n) return cudaErrorInvalidValue;
+  *n = occupancy(func, block_size, dyn_smem);
+  return cudaSuccess;
+}
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n, const void* func, int block_size,
+                                                                    size_t dyn_smem, unsigned int) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, func, block_size, dyn_smem);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  *s = reinterpret_cast<cudaStream_t>(uintptr_t(++g_next_handle));
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int, int) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = reinterpret_cast<cudaEvent_t>(uintptr_t(++g_next_handle));
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t, cudaStream_t, unsigned int) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) { *ms = kEventMs; return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+
+cudaError_t cudaDriverGetVersion(int* v) { *v = 13000; return cudaSuccess; }
+cudaError_t cudaRuntimeGetVersion(int* v) { *v = 13000; return cudaSuccess; }
+
+}  // extern "C"
