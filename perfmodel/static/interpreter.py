@@ -1,0 +1,1727 @@
+"""Interpret a kernel's PTX on a sample of blocks to count its dynamic work.
+
+One warp is 32 lanes held as numpy arrays (one value per lane). Registers are stored as raw
+bits in an unsigned array of their declared width (``.pred`` as bool) and viewed as the type
+each instruction names, so ``mov.b32`` of a float and ``add.s32`` of the same register both
+work as in PTX.
+
+Divergence. Every lane has its own PC; at each step the warp executes the instruction at the
+*smallest* PC of its live lanes, for the lanes whose PC it is (min-PC scheduling). This is
+simpler than an active-mask stack with reconvergence at the immediate post-dominator and,
+unlike a stack, needs no control-flow analysis: the result of every lane is exactly what
+sequential per-thread execution gives. For the structured code nvcc emits (forward branches
+around if/else bodies, backward branches closing loops, the join below both paths) the
+smallest-PC group is the one the hardware runs first and the lanes meet again at the join,
+so warp instruction counts are those of post-dominator reconvergence. It differs only for
+unstructured layouts (a block placed below the join that jumps back up), where it may split
+a warp into more issue groups than the hardware would: warp instruction counts can then be
+slightly high, never the values computed.
+
+Barriers. The warps of a block run in phases: each warp runs until it reaches ``bar.sync``
+(or exits); when every live warp waits, all are released. Shared memory written before a
+barrier is therefore seen by every warp after it. Exited warps do not hold a barrier back.
+
+Memory. Global memory is named numpy byte buffers given by the caller; a pointer argument is
+a :class:`Pointer` (buffer name, byte offset). Each buffer gets a base address in a flat
+address space (``GLOBAL_BASE + i * GLOBAL_STRIDE``); an access outside every buffer raises
+:class:`MemoryFault`. Shared memory is one byte array per block (static variables at the
+offsets the parser assigns, dynamic shared memory after them); local memory is private per
+lane. Generic addresses map the shared window at ``SHARED_WINDOW`` and the local window at
+``LOCAL_WINDOW`` (``cvta`` converts); global addresses are generic addresses unchanged.
+Atomics are applied lane by lane in lane order.
+
+Counting, per warp-level instruction issued (a group of lanes at one PC), with the PTX to
+SASS pipe mapping in :data:`PIPE_OF_PTX` (see :func:`_costs` for its approximations):
+warp instructions per pipe, thread-level FLOPs per precision (fma = 2), global requests (one
+per warp-level ld/st with an active lane, as Nsight Compute counts them; a 128-bit access is
+one request) and 32-byte sectors (distinct sectors of the bytes the active lanes touch),
+shared wavefronts (max over the 32 four-byte banks of the distinct words touched; the same
+word read by many lanes is a broadcast and costs nothing), global atomics (one warp
+instruction, one L2 atomic sector operation per active lane, as measured on the zoo's
+atomic_contention kernel) and barriers. :func:`count_work` extrapolates the sampled blocks to
+the whole grid.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfmodel.static.ptx import (
+    TYPE_BITS,
+    Addr,
+    Imm,
+    Instruction,
+    Kernel,
+    Reg,
+    Sym,
+    Vec,
+)
+
+WARP = 32
+GLOBAL_BASE = 1 << 40
+GLOBAL_STRIDE = 1 << 36  # address room per buffer
+SHARED_WINDOW = 1 << 32
+LOCAL_WINDOW = 1 << 34
+WINDOW_SIZE = 1 << 30
+EXITED = np.int64(1 << 40)
+
+
+class InterpreterError(RuntimeError):
+    """The kernel cannot be interpreted with the given arguments."""
+
+
+class UnsupportedInstruction(InterpreterError):
+    """A PTX instruction (or form of one) the interpreter does not implement."""
+
+    def __init__(self, inst: Instruction, why: str = ""):
+        self.instruction = inst.text
+        self.line = inst.line
+        super().__init__(f"unsupported PTX instruction at line {inst.line}: {inst.text!r}" + (f" ({why})" if why else ""))
+
+
+class MemoryFault(InterpreterError):
+    """An access outside every buffer (or outside shared/local memory)."""
+
+
+@dataclass(frozen=True)
+class Pointer:
+    buffer: str
+    offset: int = 0
+
+
+_DTYPE = {"b8": np.uint8, "u8": np.uint8, "s8": np.int8, "b16": np.uint16, "u16": np.uint16, "s16": np.int16,
+          "f16": np.float16, "bf16": np.uint16, "b32": np.uint32, "u32": np.uint32, "s32": np.int32, "f32": np.float32,
+          "f16x2": np.uint32, "bf16x2": np.uint32, "b64": np.uint64, "u64": np.uint64, "s64": np.int64, "f64": np.float64,
+          "pred": np.bool_}
+_UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+_TYPES = set(_DTYPE)
+_SIGNED = {"s8", "s16", "s32", "s64"}
+_FLOAT = {"f16", "f32", "f64"}
+_IGNORED_MODS = {"nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed", "acquire", "release", "acq_rel",
+                 "weak", "gpu", "cta", "sys", "cluster", "uni", "aligned", "sync", "approx", "full", "ftz", "rn", "rz",
+                 "rm", "rp", "rni", "rzi", "rmi", "rpi", "lo", "noftz"}
+_SPACES = {"global", "shared", "local", "param", "const", "generic"}
+
+
+def _bits(t: str) -> int:
+    return TYPE_BITS[t]
+
+
+def _as(bits: np.ndarray, t: str) -> np.ndarray:
+    """View raw register bits as PTX type t."""
+    dt = _DTYPE[t]
+    if t == "pred":
+        return bits.astype(bool) if bits.dtype != np.bool_ else bits
+    if bits.dtype == np.bool_:
+        return bits.astype(dt)
+    w = _bits(t) if t not in ("f16x2", "bf16x2") else 32
+    if bits.dtype.itemsize * 8 != w:
+        bits = bits.astype(_UNSIGNED[w])
+    return bits.view(dt)
+
+
+def _to_bits(value: np.ndarray, t: str) -> np.ndarray:
+    if t == "pred":
+        return value.astype(bool)
+    dt = _DTYPE[t]
+    if value.dtype != dt:
+        value = value.astype(dt)
+    return value.view(_UNSIGNED[dt().itemsize * 8])
+
+
+def _imm_array(imm: Imm, t: str) -> np.ndarray:
+    dt = _DTYPE[t]
+    if t == "pred":
+        return np.full(WARP, bool(imm.value))
+    if imm.is_float:
+        f = struct.unpack("<f", struct.pack("<I", imm.value))[0] if imm.bits == 32 else struct.unpack("<d", struct.pack("<Q", imm.value))[0]
+        if t in _FLOAT:
+            return np.full(WARP, f, dtype=dt)
+        # raw bits moved into an integer register (mov.b32 %r, 0f3F800000)
+        return np.full(WARP, imm.value & ((1 << _bits(t)) - 1), dtype=_UNSIGNED[_bits(t)]).view(dt)
+    if t in _FLOAT:
+        return np.full(WARP, float(imm.value), dtype=dt)
+    w = _bits(t)
+    return np.full(WARP, imm.value & ((1 << w) - 1), dtype=_UNSIGNED[w]).view(dt)
+
+
+# --------------------------------------------------------------------------- pipe mapping
+# PTX opcode -> (pipe, SASS instructions per PTX instruction). Approximations (documented):
+# 64-bit integer add/sub/logic/shift/compare are two ALU instructions (IADD3 + IADD3.X, ...);
+# mul.wide/mad.wide one IMAD.WIDE; mul.lo.s64 three IMADs; integer div/rem ~ the compiler's
+# 20-instruction sequence; div.rn.f32/f64 and sqrt.rn/rcp.rn are MUFU + Newton steps;
+# cvta.to.global and bar.warp.sync usually vanish (cost 0); ld.param becomes constant-bank
+# operands or LDC/ULDC ("uniform"); SASS the compiler adds or removes (IMAD.MOV, address
+# arithmetic folded into [R+imm], predicate logic, BSSY/BSYNC) is not modelled.
+PIPE_OF_PTX = {
+    "fp32": {"add.f32", "sub.f32", "mul.f32", "fma.f32", "mad.f32", "neg.f32", "abs.f32"},
+    "fp64": {"add.f64", "sub.f64", "mul.f64", "fma.f64", "mad.f64", "neg.f64", "abs.f64", "setp.f64", "min.f64", "max.f64"},
+    "fp16": {"add.f16", "sub.f16", "mul.f16", "fma.f16"},
+    "int_fma": {"mul", "mad", "mul24", "mad24"},
+    "alu": {"add", "sub", "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "selp", "min", "max", "mov", "popc", "clz",
+            "brev", "bfe", "bfi", "bfind", "prmt", "lop3", "neg", "abs", "cvta", "copysign", "testp"},
+    "xu": {"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "cvt"},
+    "lsu": {"ld", "st", "atom", "red", "shfl", "cp"},
+    "special": {"vote", "activemask"},
+    "barrier": {"bar", "barrier", "membar", "fence"},
+    "branch": {"bra", "ret", "exit"},
+    "tensor": {"mma"},
+}
+_PIPE_BY_KEY = {op: pipe for pipe, ops in PIPE_OF_PTX.items() for op in ops}
+_FLOPS = {"add": 1, "sub": 1, "mul": 1, "fma": 2, "mad": 2}
+_SPECIAL_REGS = ("%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%clock",
+                 "%clock64", "%globaltimer", "%lanemask", "%dynamic_smem_size", "%total_smem_size", "%gridid")
+
+
+def _type_of(mods: tuple[str, ...]) -> str | None:
+    ts = [m for m in mods if m in _TYPES]
+    return ts[-1] if ts else None
+
+
+def _regs_in(op) -> list[tuple[str, bool]]:
+    """(register, used as an address base) of an operand."""
+    if isinstance(op, Reg):
+        return [(op.name.lstrip("!"), False)]
+    if isinstance(op, Vec):
+        return [x for item in op.items for x in _regs_in(item)]
+    if isinstance(op, Addr) and isinstance(op.base, Reg):
+        return [(op.base.name, True)]
+    return []
+
+
+_IMMEDIATE_USERS = {"add", "sub", "mul", "fma", "mad", "min", "max", "setp", "selp", "and", "or", "xor", "shl", "shr"}
+_NO_DEST = {"st", "red", "bar", "barrier", "bra", "ret", "exit", "membar", "fence"}
+
+
+def folded_instructions(kernel: Kernel) -> set[int]:
+    """Indices of PTX instructions that the SASS compiler folds into their users (cost 0):
+    a 32-bit mov of an immediate read only by arithmetic becomes an immediate operand;
+    an add of an immediate whose result is only ever an address base becomes the [R+imm]
+    offset of the loads/stores; a 64-bit shl by an immediate read only by 64-bit adds becomes
+    part of a LEA (the add counts, the shift does not)."""
+    uses: dict[str, list[tuple[int, bool]]] = {}
+    defs: dict[str, int] = {}
+    for i, inst in enumerate(kernel.instructions):
+        ops = inst.operands
+        srcs = ops if inst.opcode in _NO_DEST else ops[1:]
+        if inst.opcode not in _NO_DEST and ops:
+            for name, _ in _regs_in(ops[0]):
+                defs[name] = defs.get(name, 0) + 1
+        for op in srcs:
+            for name, is_addr in _regs_in(op):
+                uses.setdefault(name, []).append((i, is_addr))
+        if inst.guard:
+            uses.setdefault(inst.guard, []).append((i, False))
+    folded = set()
+    for i, inst in enumerate(kernel.instructions):
+        ops = inst.operands
+        if inst.opcode == "mov" and len(ops) == 2 and isinstance(ops[1], Imm) and isinstance(ops[0], Reg) and not inst.guard \
+                and _type_of(inst.mods) in ("f32", "b32", "u32", "s32") and defs.get(ops[0].name) == 1:
+            u = uses.get(ops[0].name, [])
+            if u and all(not is_addr and kernel.instructions[j].opcode in _IMMEDIATE_USERS for j, is_addr in u):
+                folded.add(i)  # the constant becomes an immediate operand of its users
+            continue
+        if len(ops) != 3 or not isinstance(ops[0], Reg) or defs.get(ops[0].name) != 1 or inst.guard:
+            continue
+        u = uses.get(ops[0].name, [])
+        if not u:
+            continue
+        t = _type_of(inst.mods)
+        if inst.opcode == "add" and t in ("s32", "u32", "s64", "u64", "b32", "b64") and isinstance(ops[2], Imm) \
+                and all(is_addr for _, is_addr in u) or inst.opcode == "shl" and t == "b64" and isinstance(ops[2], Imm) \
+                and all(not is_addr and kernel.instructions[j].opcode == "add" and _type_of(kernel.instructions[j].mods) in ("s64", "u64")
+                        for j, is_addr in u):
+            folded.add(i)
+    return folded
+
+
+def _costs(inst: Instruction) -> tuple[list[tuple[str, float]], tuple[str, int] | None]:
+    """SASS pipe costs of one PTX instruction and its FLOPs per thread (precision, count)."""
+    op, mods = inst.opcode, inst.mods
+    t = _type_of(mods)
+    if op == "ld" and "param" in mods:
+        return [("uniform", 1.0)], None
+    if op == "cvta" and "to" in mods and "global" in mods:
+        return [], None
+    if op == "bar" and "warp" in mods:
+        return [], None
+    if op == "mov" and any(isinstance(o, Reg) and o.name.startswith(_SPECIAL_REGS) for o in inst.operands[1:]):
+        return [("special", 1.0)], None
+    if op in ("add", "sub", "mul", "fma", "mad", "neg", "abs", "min", "max", "setp") and t in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"):
+        if t == "f32":
+            pipe = "alu" if op in ("min", "max", "setp") else "fp32"
+        elif t == "f64":
+            pipe = "fp64"
+        else:
+            pipe = "fp16"
+        flops = None
+        if op in _FLOPS:
+            prec = {"f32": "fp32", "f64": "fp64"}.get(t, "fp16")
+            flops = (prec, _FLOPS[op] * (2 if t in ("f16x2", "bf16x2") else 1))
+        return [(pipe, 1.0)], flops
+    if op in ("div", "rem"):
+        if t == "f32":
+            return ([("xu", 1.0), ("fp32", 1.0)] if "approx" in mods or "full" in mods else [("xu", 1.0), ("fp32", 8.0)]), None
+        if t == "f64":
+            return [("xu", 1.0), ("fp64", 8.0)], None
+        return [("xu", 2.0), ("int_fma", 8.0), ("alu", 10.0)], None
+    if op in ("rcp", "sqrt", "rsqrt") and t == "f64":
+        return [("xu", 1.0), ("fp64", 6.0)], None
+    if op in ("rcp", "sqrt") and "approx" not in mods:
+        return [("xu", 1.0), ("fp32", 4.0)], None
+    if op in ("sin", "cos", "lg2", "ex2"):
+        return [("xu", 1.0), ("fp32", 1.0)], None
+    if op == "mma":
+        return [("tensor", 1.0)], None
+    if op == "cvt":
+        types = [m for m in mods if m in _TYPES]
+        if len(types) == 2 and not (set(types) & {"f16", "f32", "f64", "bf16"}):
+            return ([("alu", 1.0)] if _bits(types[0]) != _bits(types[1]) or types[0] != types[1] else []), None
+    pipe = _PIPE_BY_KEY.get(op)
+    if pipe is None:
+        return [("other", 1.0)], None
+    n = 1.0
+    if pipe == "alu" and t in ("s64", "u64", "b64") and op not in ("mov", "cvta", "selp"):
+        n = 2.0
+    if pipe == "int_fma":
+        if "wide" in mods:
+            n = 1.0
+        elif t in ("s64", "u64"):
+            n = 3.0
+    return [(pipe, n)], None
+
+
+# --------------------------------------------------------------------------- state
+@dataclass
+class WarpState:
+    regs: dict[str, np.ndarray]
+    pc: np.ndarray
+    tid: tuple[np.ndarray, np.ndarray, np.ndarray]
+    laneid: np.ndarray
+    warpid: int
+    local: np.ndarray | None
+    done: bool = False
+    at_barrier: bool = False
+    barrier_mask: np.ndarray | None = None
+    steps: int = 0
+
+
+@dataclass
+class BlockContext:
+    ctaid: tuple[int, int, int]
+    shared: np.ndarray
+
+
+@dataclass
+class Counters:
+    inst_by_pc: np.ndarray  # warp-level executions per instruction index
+    threads_by_pc: np.ndarray  # lanes that executed (guard true) per instruction index
+    global_load_requests: int = 0
+    global_load_sectors: int = 0
+    global_store_requests: int = 0
+    global_store_sectors: int = 0
+    shared_load_requests: int = 0
+    shared_load_wavefronts: int = 0
+    shared_store_requests: int = 0
+    shared_store_wavefronts: int = 0
+    shared_ideal_wavefronts: int = 0
+    local_load_sectors: int = 0
+    local_store_sectors: int = 0
+    global_atomic_instructions: int = 0
+    l2_sectors_atomic: int = 0
+    shared_atomic_instructions: int = 0
+    barriers: int = 0
+    atomics_per_address: dict[int, int] = field(default_factory=dict)
+
+
+class Memory:
+    """Global memory: named byte buffers at base addresses in one flat address space."""
+
+    def __init__(self, buffers: dict[str, np.ndarray]):
+        self.names = list(buffers)
+        self.buffers = []
+        for name in self.names:
+            b = buffers[name]
+            if not isinstance(b, np.ndarray):
+                raise TypeError(f"buffer {name!r} must be a numpy array")
+            if b.dtype != np.uint8:
+                b = b.view(np.uint8) if b.flags.c_contiguous else np.ascontiguousarray(b).view(np.uint8)
+            b = b.reshape(-1)
+            if len(b) >= GLOBAL_STRIDE:
+                raise ValueError(f"buffer {name!r} is too large")
+            self.buffers.append(b)
+
+    def add(self, name: str, data: np.ndarray) -> None:
+        self.names.append(name)
+        self.buffers.append(data.view(np.uint8).reshape(-1))
+
+    def address(self, ptr: Pointer) -> int:
+        try:
+            i = self.names.index(ptr.buffer)
+        except ValueError:
+            raise InterpreterError(f"pointer argument names an unknown buffer {ptr.buffer!r}") from None
+        return GLOBAL_BASE + i * GLOBAL_STRIDE + ptr.offset
+
+    def buffer(self, name: str) -> np.ndarray:
+        return self.buffers[self.names.index(name)]
+
+    def _locate(self, addrs: np.ndarray, size: int, inst: Instruction):
+        rel = addrs.astype(np.int64) - GLOBAL_BASE
+        idx = rel // GLOBAL_STRIDE
+        off = rel - idx * GLOBAL_STRIDE
+        bad = (rel < 0) | (idx >= len(self.buffers))
+        if not bad.any():
+            lens = np.array([len(b) for b in self.buffers], dtype=np.int64)[idx]
+            bad = off + size > lens
+        if bad.any():
+            a = int(addrs[np.argmax(bad)])
+            where = self._describe(a)
+            raise MemoryFault(f"line {inst.line}: {inst.text!r}: out-of-bounds global access of {size} bytes at {a:#x} ({where})")
+        return idx, off
+
+    def _describe(self, a: int) -> str:
+        rel = a - GLOBAL_BASE
+        if rel < 0 or rel // GLOBAL_STRIDE >= len(self.buffers):
+            return "not in any buffer"
+        i = rel // GLOBAL_STRIDE
+        return f"buffer {self.names[i]!r} offset {rel % GLOBAL_STRIDE} of {len(self.buffers[i])} bytes"
+
+    def read(self, addrs: np.ndarray, size: int, inst: Instruction) -> np.ndarray:
+        idx, off = self._locate(addrs, size, inst)
+        out = np.empty((len(addrs), size), dtype=np.uint8)
+        span = np.arange(size)
+        for i in np.unique(idx):
+            sel = idx == i
+            out[sel] = self.buffers[i][off[sel][:, None] + span]
+        return out
+
+    def write(self, addrs: np.ndarray, data: np.ndarray, inst: Instruction) -> None:
+        size = data.shape[1]
+        idx, off = self._locate(addrs, size, inst)
+        span = np.arange(size)
+        for lane in range(len(addrs)):  # lane order: the highest lane wins, deterministically
+            self.buffers[idx[lane]][off[lane] + span] = data[lane]
+
+
+def _flat_read(mem: np.ndarray, off: np.ndarray, size: int, what: str, inst: Instruction) -> np.ndarray:
+    off = off.astype(np.int64)
+    if (off < 0).any() or (off + size > len(mem)).any():
+        raise MemoryFault(f"line {inst.line}: {inst.text!r}: {what} access out of bounds ({len(mem)} bytes)")
+    return mem[off[:, None] + np.arange(size)]
+
+
+def _flat_write(mem: np.ndarray, off: np.ndarray, data: np.ndarray, what: str, inst: Instruction) -> None:
+    off = off.astype(np.int64)
+    size = data.shape[1]
+    if (off < 0).any() or (off + size > len(mem)).any():
+        raise MemoryFault(f"line {inst.line}: {inst.text!r}: {what} access out of bounds ({len(mem)} bytes)")
+    span = np.arange(size)
+    for lane in range(len(off)):
+        mem[off[lane] + span] = data[lane]
+
+
+def _sectors(addrs: np.ndarray, size: int) -> int:
+    a = addrs.astype(np.uint64)
+    first = a // np.uint64(32)
+    last = (a + np.uint64(size - 1)) // np.uint64(32)
+    if np.array_equal(first, last):
+        return len(np.unique(first))
+    return len(np.unique(np.concatenate([np.arange(f, l + 1, dtype=np.uint64) for f, l in zip(first, last)])))
+
+
+def _wavefronts(offs: np.ndarray, size: int, lanes: np.ndarray | None = None) -> tuple[int, int]:
+    """(wavefronts, ideal wavefronts) of one shared access by the active lanes: the maximum
+    over the 32 four-byte banks of the distinct words touched (a word read by several lanes
+    is a broadcast). 128-bit accesses are served per half-warp (lanes 0-15, 16-31), each half
+    at least one wavefront: this reproduces Nsight Compute on the zoo (4 per contiguous
+    LDS.128 in smem_bandwidth, 3 on average for sgemm_tiled's broadcast/contiguous pairs)."""
+    if size == 16 and lanes is not None:
+        low = lanes < 16
+        wf = ideal = 0
+        for half in (low, ~low):
+            if half.any():
+                a, b = _wavefronts(offs[half], size)
+                wf, ideal = wf + a, ideal + b
+        return wf, ideal
+    a = offs.astype(np.int64)
+    nwords = max(1, size // 4)
+    words = np.unique((a[:, None] // 4 + np.arange(nwords)).reshape(-1))
+    per_bank = np.bincount(words % 32, minlength=32)
+    return int(per_bank.max()), max(1, math.ceil(len(words) / 32))
+
+
+# --------------------------------------------------------------------------- interpreter
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+        "lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal}
+_ATOM_OPS = {"add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"}
+
+
+class Interpreter:
+    """Executes one kernel's PTX for chosen blocks."""
+
+    def __init__(self, kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray] | None = None,
+                 dynamic_shared_bytes: int = 0, max_steps_per_warp: int = 20_000_000):
+        self.kernel = kernel
+        self.grid = tuple(grid) + (1,) * (3 - len(grid))
+        self.block = tuple(block) + (1,) * (3 - len(block))
+        self.threads = self.block[0] * self.block[1] * self.block[2]
+        self.nwarps = (self.threads + WARP - 1) // WARP
+        self.memory = buffers if isinstance(buffers, Memory) else Memory(buffers or {})
+        self.dynamic_shared_bytes = dynamic_shared_bytes
+        self.shared_bytes = kernel.static_shared_bytes
+        ext = [v for v in kernel.shared if v.extern]
+        if ext:
+            self.shared_bytes = max(v.offset for v in ext) + dynamic_shared_bytes
+        self.symbols = {v.name: v.offset for v in kernel.shared}
+        self.const_symbols: dict[str, int] = {}
+        self.global_symbols: dict[str, int] = {}
+        const = bytearray()
+        for v in kernel.variables:
+            if v.space == "const":
+                start = (len(const) + v.align - 1) // v.align * v.align
+                const.extend(bytes(start - len(const)) + v.data)
+                self.const_symbols[v.name] = start
+            else:
+                if v.name not in self.memory.names:
+                    self.memory.add(v.name, np.frombuffer(v.data, dtype=np.uint8).copy())
+                self.global_symbols[v.name] = self.memory.address(Pointer(v.name))
+        self.const_bank = np.frombuffer(bytes(const), dtype=np.uint8)
+        self.local_offsets = {}
+        off = 0
+        for v in kernel.local:
+            off = (off + v.align - 1) // v.align * v.align
+            self.local_offsets[v.name] = off
+            off += v.size
+        self.local_bytes = off
+        self.max_steps = max_steps_per_warp
+        self.params = self._param_bytes(args)
+        self.counters = Counters(np.zeros(len(kernel.instructions), np.int64), np.zeros(len(kernel.instructions), np.int64))
+        self.approximations: set[str] = set()
+        self._tensor_names: dict[int, str] = {}
+        self.ops = [self._decode(i, inst) for i, inst in enumerate(kernel.instructions)]
+
+    # ---------------------------------------------------------------- arguments
+    def _param_bytes(self, args) -> bytearray:
+        k = self.kernel
+        if isinstance(args, dict):
+            values = []
+            for i, p in enumerate(k.params):
+                if p.name in args:
+                    values.append(args[p.name])
+                elif i in args:
+                    values.append(args[i])
+                else:
+                    raise InterpreterError(f"{k.name}: no value for parameter {p.name}")
+        else:
+            values = list(args)
+        if len(values) != len(k.params):
+            raise InterpreterError(f"{k.name} takes {len(k.params)} arguments, {len(values)} given")
+        size = max((p.offset + p.size for p in k.params), default=0)
+        buf = bytearray(size)
+        for p, v in zip(k.params, values):
+            if isinstance(v, Pointer):
+                v = self.memory.address(v)
+            if isinstance(v, (bytes, bytearray)):
+                raw = bytes(v)
+            elif p.type in ("f32", "f64", "f16"):
+                raw = np.array([v], dtype=_DTYPE[p.type]).tobytes()
+            elif p.type in _DTYPE and p.type != "pred":
+                raw = (int(v) & ((1 << (8 * p.size)) - 1)).to_bytes(p.size, "little")
+            else:
+                raw = (int(v) & ((1 << (8 * p.size)) - 1)).to_bytes(p.size, "little")
+            if len(raw) != p.size:
+                raise InterpreterError(f"{k.name}: parameter {p.name} is {p.size} bytes, value gives {len(raw)}")
+            buf[p.offset:p.offset + p.size] = raw
+        return buf
+
+    # ---------------------------------------------------------------- operands
+    def _reader(self, op, t: str, inst: Instruction):
+        if isinstance(op, Imm):
+            arr = _imm_array(op, t)
+            return lambda w, b: arr
+        if isinstance(op, Reg):
+            name = op.name
+            if name.startswith(_SPECIAL_REGS):
+                return self._special(name, t, inst)
+            if name not in self.kernel.regs:
+                raise UnsupportedInstruction(inst, f"undeclared register {name}")
+            if t == "pred":
+                return lambda w, b: w.regs[name]
+            declared = self.kernel.regs[name]
+            if declared != "pred" and max(8, TYPE_BITS[declared]) == _bits(t) and t not in ("f16x2", "bf16x2"):
+                dt = np.dtype(_DTYPE[t])
+                return lambda w, b: w.regs[name].view(dt)  # same width: a free reinterpretation
+            return lambda w, b: _as(w.regs[name], t)
+        if isinstance(op, Sym):
+            if op.name in self.symbols:
+                arr = np.full(WARP, self.symbols[op.name], dtype=np.uint64)
+                return lambda w, b: _as(arr, t)
+            for table in (self.local_offsets, self.const_symbols, self.global_symbols):
+                if op.name in table:
+                    arr = np.full(WARP, table[op.name], dtype=np.uint64)
+                    return lambda w, b: _as(arr, t)
+            raise UnsupportedInstruction(inst, f"symbol operand {op.name}")
+        raise UnsupportedInstruction(inst, f"operand {op}")
+
+    def _special(self, name: str, t: str, inst: Instruction):
+        base, _, comp = name.partition(".")
+        axis = {"x": 0, "y": 1, "z": 2}.get(comp)
+        if base == "%tid" and axis is not None:
+            return lambda w, b: _as(w.tid[axis].astype(np.uint64), t)
+        consts = {"%ntid": self.block, "%nctaid": self.grid}
+        if base in consts and axis is not None:
+            arr = np.full(WARP, consts[base][axis], dtype=np.uint64)
+            return lambda w, b: _as(arr, t)
+        if base == "%ctaid" and axis is not None:
+            return lambda w, b: _as(np.full(WARP, b.ctaid[axis], dtype=np.uint64), t)
+        if name == "%laneid":
+            return lambda w, b: _as(w.laneid.astype(np.uint64), t)
+        if name == "%warpid":
+            return lambda w, b: _as(np.full(WARP, w.warpid, dtype=np.uint64), t)
+        if name == "%nwarpid":
+            return lambda w, b: _as(np.full(WARP, self.nwarps, dtype=np.uint64), t)
+        if name in ("%smid", "%gridid"):
+            return lambda w, b: _as(np.zeros(WARP, dtype=np.uint64), t)
+        if name in ("%clock", "%clock64", "%globaltimer"):
+            self.approximations.add(f"{name} reads the warp's interpreted step count, not a clock")
+            return lambda w, b: _as(np.full(WARP, w.steps, dtype=np.uint64), t)
+        if name in ("%dynamic_smem_size", "%total_smem_size"):
+            v = self.dynamic_shared_bytes if name == "%dynamic_smem_size" else self.shared_bytes
+            return lambda w, b: _as(np.full(WARP, v, dtype=np.uint64), t)
+        if name.startswith("%lanemask_"):
+            lane = np.arange(WARP, dtype=np.uint64)
+            one = np.uint64(1)
+            masks = {"eq": one << lane, "lt": (one << lane) - one, "le": (one << (lane + one)) - one}
+            masks["gt"] = ~masks["le"] & np.uint64(0xFFFFFFFF)
+            masks["ge"] = ~masks["lt"] & np.uint64(0xFFFFFFFF)
+            arr = masks[name.split("_")[1]] & np.uint64(0xFFFFFFFF)
+            return lambda w, b: _as(arr, t)
+        raise UnsupportedInstruction(inst, f"special register {name}")
+
+    def _writer(self, op, t: str, inst: Instruction):
+        if isinstance(op, Sym) and op.name == "_":
+            return lambda w, v, m: None
+        if not isinstance(op, Reg) or op.name not in self.kernel.regs:
+            raise UnsupportedInstruction(inst, f"destination {op}")
+        name = op.name
+        declared = self.kernel.regs[name]
+        if declared != "pred" and t != "pred" and max(8, TYPE_BITS[declared]) == _bits(t) and t not in ("f16x2", "bf16x2"):
+            dt, ut = np.dtype(_DTYPE[t]), np.dtype(_UNSIGNED[_bits(t)])
+
+            def write_same_width(w, value, mask):
+                np.copyto(w.regs[name], value.astype(dt, copy=False).view(ut), where=mask)
+            return write_same_width
+
+        def write(w, value, mask):
+            store = w.regs[name]
+            if store.dtype == np.bool_:
+                np.copyto(store, value.astype(bool), where=mask)
+                return
+            bits = _to_bits(value, t)
+            if bits.dtype != store.dtype:
+                if t in _SIGNED and bits.dtype.itemsize < store.dtype.itemsize:
+                    bits = value.astype(np.int64).view(np.uint64).astype(store.dtype)
+                else:
+                    bits = bits.astype(store.dtype)
+            np.copyto(store, bits, where=mask)
+        return write
+
+    # ---------------------------------------------------------------- decode
+    def _decode(self, index: int, inst: Instruction):
+        op, mods = inst.opcode, inst.mods
+        unknown = [m for m in mods if m not in _TYPES and m not in _IGNORED_MODS and not m.startswith(("L1::", "L2::"))]
+        try:
+            handler = getattr(self, f"_op_{op}")
+        except AttributeError:
+            raise UnsupportedInstruction(inst) from None
+        fn = handler(inst, index, unknown)
+        if inst.guard is not None and inst.guard not in self.kernel.regs:
+            raise UnsupportedInstruction(inst, f"undeclared guard {inst.guard}")
+        return fn
+
+    def _t(self, inst: Instruction) -> str:
+        t = _type_of(inst.mods)
+        if t is None:
+            raise UnsupportedInstruction(inst, "no type")
+        return t
+
+    def _check(self, inst, unknown, allowed=()):
+        bad = [m for m in unknown if m not in allowed]
+        if bad:
+            raise UnsupportedInstruction(inst, "modifier " + ".".join(bad))
+
+    def _simple(self, inst, t_dst, t_srcs, fn):
+        dst = self._writer(inst.operands[0], t_dst, inst)
+        srcs = [self._reader(o, ts, inst) for o, ts in zip(inst.operands[1:], t_srcs)]
+        if len(srcs) != len(inst.operands) - 1:
+            raise UnsupportedInstruction(inst, "operands")
+
+        if len(srcs) == 1:
+            (s0,) = srcs
+            return lambda w, b, mask: dst(w, fn(s0(w, b)), mask)
+        if len(srcs) == 2:
+            s0, s1 = srcs
+            return lambda w, b, mask: dst(w, fn(s0(w, b), s1(w, b)), mask)
+        if len(srcs) == 3:
+            s0, s1, s2 = srcs
+            return lambda w, b, mask: dst(w, fn(s0(w, b), s1(w, b), s2(w, b)), mask)
+
+        def run(w, b, mask):
+            dst(w, fn(*[s(w, b) for s in srcs]), mask)
+        return run
+
+    # arithmetic ---------------------------------------------------------------
+    def _sat(self, inst, t, fn):
+        if "sat" in inst.mods:
+            if t in _FLOAT:
+                return lambda *a: np.clip(fn(*a), 0, 1)
+            if t == "s32":
+                return lambda *a: np.clip(fn(*[x.astype(np.int64) for x in a]), -2**31, 2**31 - 1).astype(np.int32)
+        return fn
+
+    def _op_add(self, inst, index, unknown):
+        self._check(inst, unknown, ("sat", "cc"))
+        if "cc" in inst.mods:
+            raise UnsupportedInstruction(inst, "carry")
+        t = self._t(inst)
+        return self._simple(inst, t, (t, t), self._sat(inst, t, lambda a, b: a + b))
+
+    def _op_sub(self, inst, index, unknown):
+        self._check(inst, unknown, ("sat",))
+        t = self._t(inst)
+        return self._simple(inst, t, (t, t), self._sat(inst, t, lambda a, b: a - b))
+
+    def _op_mul(self, inst, index, unknown):
+        self._check(inst, unknown, ("wide", "hi", "sat"))
+        t = self._t(inst)
+        if t in _FLOAT:
+            return self._simple(inst, t, (t, t), self._sat(inst, t, lambda a, b: a * b))
+        if "wide" in inst.mods:
+            wt = {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
+            wd = _DTYPE[wt]
+            return self._simple(inst, wt, (t, t), lambda a, b: a.astype(wd) * b.astype(wd))
+        if "hi" in inst.mods:
+            w = _bits(t)
+            if w == 64:
+                def hi64(a, b):
+                    return np.array([((int(x) * int(y)) >> 64) & (2**64 - 1) for x, y in zip(a, b)], dtype=np.uint64).view(a.dtype)
+                return self._simple(inst, t, (t, t), hi64)
+            wd = np.int64 if t in _SIGNED else np.uint64
+            return self._simple(inst, t, (t, t), lambda a, b: ((a.astype(wd) * b.astype(wd)) >> w).astype(_DTYPE[t]))
+        return self._simple(inst, t, (t, t), lambda a, b: a * b)
+
+    def _op_mad(self, inst, index, unknown):
+        self._check(inst, unknown, ("wide", "hi", "sat"))
+        t = self._t(inst)
+        if t in _FLOAT:
+            return self._op_fma(inst, index, [m for m in unknown if m != "sat"])
+        if "wide" in inst.mods:
+            wt = {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
+            wd = _DTYPE[wt]
+            return self._simple(inst, wt, (t, t, wt), lambda a, b, c: a.astype(wd) * b.astype(wd) + c)
+        if "hi" in inst.mods:
+            w = _bits(t)
+            if w == 64:
+                raise UnsupportedInstruction(inst)
+            wd = np.int64 if t in _SIGNED else np.uint64
+            return self._simple(inst, t, (t, t, t), lambda a, b, c: ((a.astype(wd) * b.astype(wd)) >> w).astype(_DTYPE[t]) + c)
+        return self._simple(inst, t, (t, t, t), lambda a, b, c: a * b + c)
+
+    def _op_fma(self, inst, index, unknown):
+        self._check(inst, unknown, ("sat",))
+        t = self._t(inst)
+        if t == "f32":
+            fn = lambda a, b, c: (a.astype(np.float64) * b + c).astype(np.float32)  # exact product, one rounding of the sum
+        elif t == "f64":
+            self.approximations.add("fma.f64 is computed as a*b+c with two roundings")
+            fn = lambda a, b, c: a * b + c
+        else:
+            raise UnsupportedInstruction(inst, "type")
+        return self._simple(inst, t, (t, t, t), self._sat(inst, t, fn))
+
+    def _op_div(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        if t in _FLOAT:
+            return self._simple(inst, t, (t, t), lambda a, b: a / b)
+        def div(a, b):
+            bz = b == 0
+            bs = np.where(bz, 1, b)
+            if t in _SIGNED:
+                q = (np.abs(a.astype(np.int64)) // np.abs(bs.astype(np.int64))) * np.sign(a.astype(np.int64)) * np.sign(bs.astype(np.int64))
+                q = q.astype(a.dtype)
+            else:
+                q = a // bs
+            return np.where(bz, np.array(-1).astype(a.dtype) if t not in _SIGNED else -1, q).astype(a.dtype)
+        return self._simple(inst, t, (t, t), div)
+
+    def _op_rem(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        def rem(a, b):
+            bs = np.where(b == 0, 1, b)
+            if t in _SIGNED:
+                r = np.fmod(a.astype(np.int64), bs.astype(np.int64)).astype(a.dtype)
+            else:
+                r = a % bs
+            return np.where(b == 0, a, r)
+        return self._simple(inst, t, (t, t), rem)
+
+    def _minmax(self, inst, unknown, f_float, f_int):
+        self._check(inst, unknown, ("NaN",))
+        t = self._t(inst)
+        return self._simple(inst, t, (t, t), f_float if t in _FLOAT else f_int)
+
+    def _op_min(self, inst, index, unknown):
+        return self._minmax(inst, unknown, np.fmin, np.minimum)
+
+    def _op_max(self, inst, index, unknown):
+        return self._minmax(inst, unknown, np.fmax, np.maximum)
+
+    def _op_neg(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        return self._simple(inst, t, (t,), lambda a: -a)
+
+    def _op_abs(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        return self._simple(inst, t, (t,), np.abs)
+
+    def _logic(self, inst, unknown, fn):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        return self._simple(inst, t, (t,) * (len(inst.operands) - 1), fn)
+
+    def _op_and(self, inst, index, unknown):
+        return self._logic(inst, unknown, lambda a, b: a & b)
+
+    def _op_or(self, inst, index, unknown):
+        return self._logic(inst, unknown, lambda a, b: a | b)
+
+    def _op_xor(self, inst, index, unknown):
+        return self._logic(inst, unknown, lambda a, b: a ^ b)
+
+    def _op_not(self, inst, index, unknown):
+        return self._logic(inst, unknown, lambda a: ~a)
+
+    def _op_cnot(self, inst, index, unknown):
+        return self._logic(inst, unknown, lambda a: (a == 0).astype(a.dtype))
+
+    def _op_lop3(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        lut_op = inst.operands[4]
+        if not isinstance(lut_op, Imm):
+            raise UnsupportedInstruction(inst, "non-immediate LUT")
+        lut = lut_op.value
+
+        def lop3(a, b, c, _):
+            r = np.zeros_like(a)
+            for i in range(8):
+                if lut >> i & 1:
+                    r |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+            return r
+        return self._simple(inst, t, (t, t, t, "b32"), lop3)
+
+    def _op_shl(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        w = _bits(t)
+        ut = _UNSIGNED[w]
+
+        def shl(a, b):
+            s = b.astype(np.uint64)
+            return np.where(s >= w, 0, a.view(ut) << np.minimum(s, w - 1).astype(ut)).astype(ut).view(a.dtype)
+        return self._simple(inst, t, (t, "u32"), shl)
+
+    def _op_shr(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        w = _bits(t)
+
+        def shr(a, b):
+            s = np.minimum(b.astype(np.uint64), w).astype(np.int64)
+            if t in _SIGNED:
+                return (a.astype(np.int64) >> np.minimum(s, 63)).astype(a.dtype) if w < 64 else a >> np.minimum(s, 63).astype(a.dtype)
+            ut = _UNSIGNED[w]
+            return np.where(s >= w, 0, a.view(ut) >> np.minimum(s, w - 1).astype(ut)).astype(ut).view(a.dtype)
+        return self._simple(inst, t, (t, "u32"), shr)
+
+    def _op_popc(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        w = _bits(t)
+
+        def popc(a):
+            u = a.view(_UNSIGNED[w]).astype(np.uint64)
+            return np.array([int(x).bit_count() for x in u], dtype=np.uint32)
+        return self._simple(inst, "u32", (t,), popc)
+
+    def _op_clz(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        w = _bits(t)
+        return self._simple(inst, "u32", (t,), lambda a: np.array([w - int(x).bit_length() for x in a.view(_UNSIGNED[w])], dtype=np.uint32))
+
+    def _op_brev(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        w = _bits(t)
+        return self._simple(inst, t, (t,), lambda a: np.array([int(format(int(x), f"0{w}b")[::-1], 2) for x in a.view(_UNSIGNED[w])], dtype=_UNSIGNED[w]).view(a.dtype))
+
+    def _op_bfe(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        w = _bits(t)
+
+        def bfe(a, pos, ln):
+            out = []
+            for x, p, n in zip(a.view(_UNSIGNED[w]), pos, ln):
+                x, p, n = int(x), int(p) & 0xFF, int(n) & 0xFF
+                v = (x >> min(p, w - 1)) & ((1 << n) - 1) if n else 0
+                if p >= w:
+                    v = 0 if t not in _SIGNED else (-(x >> (w - 1) & 1)) & ((1 << w) - 1)
+                elif t in _SIGNED and n:
+                    sign_bit = min(p + n - 1, w - 1)
+                    if x >> sign_bit & 1:
+                        v |= ((1 << w) - 1) ^ ((1 << min(n, w)) - 1)
+                out.append(v & ((1 << w) - 1))
+            return np.array(out, dtype=_UNSIGNED[w]).view(a.dtype)
+        return self._simple(inst, t, (t, "u32", "u32"), bfe)
+
+    def _op_bfi(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        w = _bits(t)
+
+        def bfi(a, b, pos, ln):
+            out = []
+            for x, y, p, n in zip(a.view(_UNSIGNED[w]), b.view(_UNSIGNED[w]), pos, ln):
+                x, y, p, n = int(x), int(y), int(p) & 0xFF, int(n) & 0xFF
+                if n and p < w:
+                    m = ((1 << n) - 1) << p & ((1 << w) - 1)
+                    y = (y & ~m) | ((x << p) & m)
+                out.append(y & ((1 << w) - 1))
+            return np.array(out, dtype=_UNSIGNED[w]).view(b.dtype)
+        return self._simple(inst, t, (t, t, "u32", "u32"), bfi)
+
+    def _op_prmt(self, inst, index, unknown):
+        self._check(inst, unknown)
+        if len(inst.operands) != 4:
+            raise UnsupportedInstruction(inst, "prmt mode")
+
+        def prmt(a, b, c):
+            out = []
+            for x, y, s in zip(a, b, c):
+                src = (int(y) << 32 | int(x)).to_bytes(8, "little")
+                r = 0
+                for k in range(4):
+                    sel = int(s) >> (4 * k) & 0xF
+                    byte = src[sel & 7]
+                    if sel & 8:
+                        byte = 0xFF if byte & 0x80 else 0
+                    r |= byte << (8 * k)
+                out.append(r)
+            return np.array(out, dtype=np.uint32)
+        return self._simple(inst, "b32", ("b32", "b32", "b32"), prmt)
+
+    def _op_selp(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        return self._simple(inst, t, (t, t, "pred"), lambda a, b, c: np.where(c, a, b).astype(a.dtype))
+
+    def _op_copysign(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        return self._simple(inst, t, (t, t), lambda a, b: np.copysign(b, a))
+
+    def _compare(self, inst, cmp: str, t: str):
+        if cmp in _CMP:
+            f = _CMP[cmp]
+            if t in _FLOAT and cmp == "ne":
+                return lambda a, b: (a != b) & ~np.isnan(a) & ~np.isnan(b)
+            return f
+        if t in _FLOAT:
+            if cmp == "num":
+                return lambda a, b: ~np.isnan(a) & ~np.isnan(b)
+            if cmp == "nan":
+                return lambda a, b: np.isnan(a) | np.isnan(b)
+            if cmp.endswith("u") and cmp[:-1] in _CMP:
+                f = _CMP[cmp[:-1]]
+                return lambda a, b: f(a, b) | np.isnan(a) | np.isnan(b)
+        raise UnsupportedInstruction(inst, f"comparison {cmp}")
+
+    def _op_setp(self, inst, index, unknown):
+        t = self._t(inst)
+        cmps = [m for m in unknown if m not in ("and", "or", "xor")]
+        boolop = [m for m in unknown if m in ("and", "or", "xor")]
+        if len(cmps) != 1:
+            raise UnsupportedInstruction(inst, "comparison")
+        f = self._compare(inst, cmps[0], t)
+        dst = inst.operands[0]
+        dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+        writers = [self._writer(d, "pred", inst) for d in dsts]
+        ra, rb = self._reader(inst.operands[1], t, inst), self._reader(inst.operands[2], t, inst)
+        rc = self._reader(inst.operands[3], "pred", inst) if boolop else None
+        comb = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop[0]] if boolop else None
+
+        def run(w, b, mask):
+            with np.errstate(all="ignore"):
+                r = f(ra(w, b), rb(w, b))
+            neg = ~r
+            if comb is not None:
+                c = rc(w, b)
+                r, neg = comb(r, c), comb(neg, c)
+            writers[0](w, r, mask)
+            if len(writers) > 1:
+                writers[1](w, neg, mask)
+        return run
+
+    def _op_mov(self, inst, index, unknown):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        dst, src = inst.operands
+        if isinstance(src, Vec) and not isinstance(dst, Vec):  # pack {lo, hi} into a wider register
+            n = len(src.items)
+            pt = {2: {32: "b16", 64: "b32"}, 4: {32: "b8", 64: "b16"}}[n][_bits(t)]
+            readers = [self._reader(o, pt, inst) for o in src.items]
+            write = self._writer(dst, t, inst)
+            pw = _bits(pt)
+
+            def pack(w, b, mask):
+                v = np.zeros(WARP, dtype=np.uint64)
+                for k, r in enumerate(readers):
+                    v |= r(w, b).view(_UNSIGNED[pw]).astype(np.uint64) << np.uint64(k * pw)
+                write(w, _as(v, t), mask)
+            return pack
+        if isinstance(dst, Vec):  # unpack
+            n = len(dst.items)
+            pt = {2: {32: "b16", 64: "b32"}, 4: {32: "b8", 64: "b16"}}[n][_bits(t)]
+            pw = _bits(pt)
+            read = self._reader(src, t, inst)
+            writers = [self._writer(o, pt, inst) for o in dst.items]
+
+            def unpack(w, b, mask):
+                v = read(w, b).view(_UNSIGNED[_bits(t)]).astype(np.uint64)
+                for k, wr in enumerate(writers):
+                    wr(w, ((v >> np.uint64(k * pw)) & np.uint64((1 << pw) - 1)).astype(_UNSIGNED[pw]), mask)
+            return unpack
+        return self._simple(inst, t, (t,), lambda a: a)
+
+    def _op_cvt(self, inst, index, unknown):
+        self._check(inst, unknown, ("sat",))
+        types = [m for m in inst.mods if m in _TYPES]
+        if len(types) != 2:
+            raise UnsupportedInstruction(inst, "types")
+        dt, st = types
+        if dt in ("bf16", "f16x2", "bf16x2") or st in ("bf16", "f16x2", "bf16x2"):
+            raise UnsupportedInstruction(inst, "type")
+        mods = set(inst.mods)
+
+        def cvt(a):
+            if dt in _FLOAT:
+                r = a.astype(_DTYPE[dt])
+                if "sat" in mods:
+                    r = np.clip(r, 0, 1)
+                return r
+            if st in _FLOAT:  # float -> int: round then saturate, NaN -> 0
+                x = a.astype(np.float64)
+                if "rni" in mods:
+                    x = np.rint(x)
+                elif "rmi" in mods:
+                    x = np.floor(x)
+                elif "rpi" in mods:
+                    x = np.ceil(x)
+                else:
+                    x = np.trunc(x)
+                info = np.iinfo(_DTYPE[dt])
+                x = np.where(np.isnan(x), 0, np.clip(x, info.min, info.max))
+                return x.astype(_DTYPE[dt])
+            # int -> int: sign- or zero-extend from the source width, wrap (or saturate) to the destination
+            src = a.astype(np.int64) if st in _SIGNED else a.astype(np.uint64)
+            if "sat" in mods:
+                info = np.iinfo(_DTYPE[dt])
+                src = np.clip(src.astype(np.float64), info.min, info.max).astype(np.int64 if dt in _SIGNED else np.uint64)
+            return src.astype(_UNSIGNED[_bits(dt)]).view(_DTYPE[dt]) if _bits(dt) < 64 or dt not in _SIGNED else src.astype(np.int64)
+        return self._simple(inst, dt, (st,), cvt)
+
+    def _op_cvta(self, inst, index, unknown):
+        t = self._t(inst)
+        space = [m for m in unknown if m != "to"]
+        if len(space) != 1 or space[0] not in ("global", "shared", "local", "param", "const"):
+            raise UnsupportedInstruction(inst, "state space")
+        s = space[0]
+        if s in ("param", "const"):
+            raise UnsupportedInstruction(inst, "state space")
+        to = "to" in inst.mods
+        window = {"global": 0, "shared": SHARED_WINDOW, "local": LOCAL_WINDOW}[s]
+        w64 = np.uint64(window)
+        if to:
+            return self._simple(inst, t, ("u64",), lambda a: a - w64)
+        return self._simple(inst, t, ("u64",), lambda a: a + w64)
+
+    def _unary_float(self, inst, unknown, fn):
+        self._check(inst, unknown)
+        t = self._t(inst)
+        if t not in ("f32", "f64"):
+            raise UnsupportedInstruction(inst, "type")
+        if "approx" in inst.mods:
+            self.approximations.add("approximate transcendentals are computed exactly (values may differ in the last bits)")
+        return self._simple(inst, t, (t,), fn)
+
+    def _op_rcp(self, inst, index, unknown):
+        return self._unary_float(inst, unknown, lambda a: 1 / a)
+
+    def _op_sqrt(self, inst, index, unknown):
+        return self._unary_float(inst, unknown, np.sqrt)
+
+    def _op_rsqrt(self, inst, index, unknown):
+        return self._unary_float(inst, unknown, lambda a: 1 / np.sqrt(a))
+
+    def _op_ex2(self, inst, index, unknown):
+        return self._unary_float(inst, unknown, np.exp2)
+
+    def _op_lg2(self, inst, index, unknown):
+        return self._unary_float(inst, unknown, np.log2)
+
+    def _op_sin(self, inst, index, unknown):
+        return self._unary_float(inst, unknown, np.sin)
+
+    def _op_cos(self, inst, index, unknown):
+        return self._unary_float(inst, unknown, np.cos)
+
+    def _op_tanh(self, inst, index, unknown):
+        return self._unary_float(inst, unknown, np.tanh)
+
+    # control ----------------------------------------------------------------
+    def _op_bra(self, inst, index, unknown):
+        self._check(inst, unknown)
+        target = inst.operands[0]
+        if not isinstance(target, Sym) or target.name not in self.kernel.labels:
+            raise UnsupportedInstruction(inst, "branch target")
+        dest = self.kernel.labels[target.name]
+
+        def bra(w, b, mask):
+            w.pc[mask] = dest
+            return True  # handled the PC of the executing lanes
+        return bra
+
+    def _op_ret(self, inst, index, unknown):
+        self._check(inst, unknown)
+        if not self.kernel.is_entry:
+            raise UnsupportedInstruction(inst, "ret from a function")
+
+        def ret(w, b, mask):
+            w.pc[mask] = EXITED
+            return True
+        return ret
+
+    _op_exit = _op_ret
+
+    def _op_bar(self, inst, index, unknown):
+        if "warp" in inst.mods:
+            return lambda w, b, mask: None
+        if "arrive" in unknown or "red" in unknown:
+            raise UnsupportedInstruction(inst, "bar.arrive / bar.red")
+        if len(inst.operands) > 1:
+            raise UnsupportedInstruction(inst, "bar.sync with a thread count")
+        if inst.operands and not (isinstance(inst.operands[0], Imm) and inst.operands[0].value == 0):
+            raise UnsupportedInstruction(inst, "named barrier other than 0")
+
+        def bar(w, b, mask):
+            w.at_barrier = True
+            w.barrier_mask = mask.copy()
+            return "barrier"
+        return bar
+
+    _op_barrier = _op_bar
+
+    def _op_membar(self, inst, index, unknown):
+        return lambda w, b, mask: None
+
+    _op_fence = _op_membar
+
+    # warp-level ---------------------------------------------------------------
+    def _op_shfl(self, inst, index, unknown):
+        modes = [m for m in unknown if m in ("up", "down", "bfly", "idx")]
+        if len(modes) != 1 or "sync" not in inst.mods:
+            raise UnsupportedInstruction(inst, "shfl form")
+        mode = modes[0]
+        dst = inst.operands[0]
+        dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+        wd = self._writer(dsts[0], "b32", inst)
+        wp = self._writer(dsts[1], "pred", inst) if len(dsts) > 1 else None
+        ra, rb, rc = (self._reader(o, "b32", inst) for o in inst.operands[1:4])
+        lane = np.arange(WARP, dtype=np.int64)
+
+        def shfl(w, b, mask):
+            a = ra(w, b)
+            bval = rb(w, b).astype(np.int64) & 31
+            c = rc(w, b).astype(np.int64)
+            cval, segmask = c & 31, (c >> 8) & 31
+            max_lane = (lane & segmask) | (cval & ~segmask)
+            min_lane = lane & segmask
+            if mode == "up":
+                j = lane - bval
+                ok = j >= max_lane
+            elif mode == "down":
+                j = lane + bval
+                ok = j <= max_lane
+            elif mode == "bfly":
+                j = lane ^ bval
+                ok = j <= max_lane
+            else:
+                j = min_lane | (bval & ~segmask)
+                ok = j <= max_lane
+            j = np.where(ok, j, lane)
+            wd(w, a[j], mask)
+            if wp is not None:
+                wp(w, ok, mask)
+        return shfl
+
+    def _op_vote(self, inst, index, unknown):
+        modes = [m for m in unknown if m in ("all", "any", "uni", "ballot")]
+        if len(modes) != 1:
+            raise UnsupportedInstruction(inst, "vote form")
+        mode = modes[0]
+        if mode == "ballot":
+            wd = self._writer(inst.operands[0], "b32", inst)
+            rp = self._reader(inst.operands[1], "pred", inst)
+            weights = (np.uint64(1) << np.arange(WARP, dtype=np.uint64))
+
+            def ballot(w, b, mask):
+                p = rp(w, b) & mask
+                wd(w, np.full(WARP, int((weights * p).sum()), dtype=np.uint32), mask)
+            return ballot
+        wd = self._writer(inst.operands[0], "pred", inst)
+        src = inst.operands[1]
+        neg = isinstance(src, Reg) and src.name.startswith("!")
+        rp = self._reader(Reg(src.name.lstrip("!")) if neg else src, "pred", inst)
+
+        def vote(w, b, mask):
+            p = rp(w, b)
+            if neg:
+                p = ~p
+            p = p[mask]
+            r = p.all() if mode == "all" else p.any() if mode == "any" else (p.all() or not p.any())
+            wd(w, np.full(WARP, bool(r)), mask)
+        return vote
+
+    def _op_activemask(self, inst, index, unknown):
+        wd = self._writer(inst.operands[0], "b32", inst)
+        weights = (np.uint64(1) << np.arange(WARP, dtype=np.uint64))
+        return lambda w, b, mask: wd(w, np.full(WARP, int((weights * mask).sum()), dtype=np.uint32), mask)
+
+    def _op_mma(self, inst, index, unknown):
+        self.approximations.add("mma.sync is counted, not computed: its destination registers are set to 0")
+        dst = inst.operands[0]
+        t = [m for m in inst.mods if m in _TYPES]
+        dt = t[0] if t else "f32"
+        writers = [self._writer(o, dt, inst) for o in (dst.items if isinstance(dst, Vec) else [dst])]
+        zero = np.zeros(WARP, dtype=_DTYPE[dt])
+        shape = next((m for m in inst.mods if m.startswith("m") and "n" in m and "k" in m), "")
+        nums = [int(x) for x in re.findall(r"\d+", shape)]
+        self._tensor_names[index] = "HMMA." + "".join(str(x) for x in nums) + ("." + dt.upper() if dt else "")
+
+        def mma(w, b, mask):
+            for wr in writers:
+                wr(w, zero, mask)
+        return mma
+
+    # memory -------------------------------------------------------------------
+    def _mem_form(self, inst, unknown, extra=()):
+        space = [m for m in unknown if m in _SPACES]
+        vec = [m for m in unknown if m in ("v2", "v4", "v8")]
+        rest = [m for m in unknown if m not in _SPACES and m not in ("v2", "v4", "v8") and m not in extra]
+        if rest or len(space) > 1:
+            raise UnsupportedInstruction(inst, "modifier " + ".".join(rest))
+        t = self._t(inst)
+        n = int(vec[0][1:]) if vec else 1
+        return (space[0] if space else "generic"), n, t
+
+    def _address(self, op: Addr, space: str, inst: Instruction):
+        if not isinstance(op, Addr):
+            raise UnsupportedInstruction(inst, "address operand")
+        off = np.uint64(op.offset & (2**64 - 1))
+        if op.base is None:
+            return lambda w, b: np.full(WARP, off, dtype=np.uint64)
+        if isinstance(op.base, Reg):
+            name = op.base.name
+            if name not in self.kernel.regs:
+                raise UnsupportedInstruction(inst, f"undeclared register {name}")
+            return lambda w, b: w.regs[name].astype(np.uint64) + off
+        sym = op.base.name
+        if space == "param":
+            try:
+                p = self.kernel.param(sym)
+            except KeyError:
+                raise UnsupportedInstruction(inst, f"unknown parameter {sym}") from None
+            arr = np.full(WARP, p.offset + op.offset, dtype=np.uint64)
+            return lambda w, b: arr
+        if sym in self.symbols:
+            base = self.symbols[sym] + (SHARED_WINDOW if space == "generic" else 0)
+            arr = np.full(WARP, base + op.offset, dtype=np.uint64)
+            return lambda w, b: arr
+        if sym in self.local_offsets:
+            base = self.local_offsets[sym] + (LOCAL_WINDOW if space == "generic" else 0)
+            arr = np.full(WARP, base + op.offset, dtype=np.uint64)
+            return lambda w, b: arr
+        if sym in self.const_symbols and space == "const":
+            arr = np.full(WARP, self.const_symbols[sym] + op.offset, dtype=np.uint64)
+            return lambda w, b: arr
+        if sym in self.global_symbols and space in ("global", "generic"):
+            arr = np.full(WARP, self.global_symbols[sym] + op.offset, dtype=np.uint64)
+            return lambda w, b: arr
+        raise UnsupportedInstruction(inst, f"address of {sym}")
+
+    def _classify(self, addrs: np.ndarray, space: str):
+        """Split lanes of a generic access into (space, lane mask, space-relative addresses)."""
+        if space != "generic":
+            return [(space, None, addrs)]
+        out = []
+        sh = (addrs >= SHARED_WINDOW) & (addrs < SHARED_WINDOW + WINDOW_SIZE)
+        lo = (addrs >= LOCAL_WINDOW) & (addrs < LOCAL_WINDOW + WINDOW_SIZE)
+        gl = ~(sh | lo)
+        if sh.any():
+            out.append(("shared", sh, addrs - np.uint64(SHARED_WINDOW)))
+        if lo.any():
+            out.append(("local", lo, addrs - np.uint64(LOCAL_WINDOW)))
+        if gl.any():
+            out.append(("global", gl, addrs))
+        return out
+
+    def _load_bytes(self, w, b, space, addrs, lanes, size, inst):
+        c = self.counters
+        if space == "global":
+            data = self.memory.read(addrs, size, inst)
+            c.global_load_requests += 1
+            c.global_load_sectors += _sectors(addrs, size)
+        elif space == "shared":
+            data = _flat_read(b.shared, addrs, size, "shared", inst)
+            wf, ideal = _wavefronts(addrs, size, lanes)
+            c.shared_load_requests += 1
+            c.shared_load_wavefronts += wf
+            c.shared_ideal_wavefronts += ideal
+        elif space == "local":
+            data = self._local_read(w, addrs, lanes, size, inst)
+            c.local_load_sectors += math.ceil(len(lanes) * size / 32)
+        elif space == "const":
+            data = _flat_read(self.const_bank, addrs, size, "constant", inst)
+        elif space == "param":
+            off = addrs.astype(np.int64)
+            if (off + size > len(self.params)).any():
+                raise MemoryFault(f"line {inst.line}: {inst.text!r}: parameter access out of bounds")
+            pb = np.frombuffer(bytes(self.params), dtype=np.uint8)
+            data = pb[off[:, None] + np.arange(size)]
+        else:
+            raise UnsupportedInstruction(inst, f"{space} state space")
+        return data
+
+    def _local_read(self, w, offs, lanes, size, inst):
+        if w.local is None or (offs.astype(np.int64) + size > w.local.shape[1]).any():
+            raise MemoryFault(f"line {inst.line}: {inst.text!r}: local access out of bounds")
+        o = offs.astype(np.int64)
+        return w.local[lanes[:, None], o[:, None] + np.arange(size)]
+
+    def _local_write(self, w, offs, lanes, data, inst):
+        if w.local is None or (offs.astype(np.int64) + data.shape[1] > w.local.shape[1]).any():
+            raise MemoryFault(f"line {inst.line}: {inst.text!r}: local access out of bounds")
+        o = offs.astype(np.int64)
+        w.local[lanes[:, None], o[:, None] + np.arange(data.shape[1])] = data
+
+    def _op_ld(self, inst, index, unknown):
+        space, n, t = self._mem_form(inst, unknown)
+        size = max(1, _bits(t) // 8)
+        dst = inst.operands[0]
+        dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+        if len(dsts) != n:
+            raise UnsupportedInstruction(inst, "vector width")
+        # sub-word loads widen into the (wider) destination register
+        writers = [self._writer(d, t, inst) for d in dsts]
+        addr = self._address(inst.operands[1], space, inst)
+        dtype = _DTYPE[t]
+
+        def ld(w, b, mask):
+            lanes = np.nonzero(mask)[0]
+            if len(lanes) == 0:
+                return
+            a = addr(w, b)[lanes]
+            full = np.zeros((WARP, size * n), dtype=np.uint8)
+            for sp, sub, rel in self._classify(a, space):
+                sel = lanes if sub is None else lanes[sub]
+                full[sel] = self._load_bytes(w, b, sp, rel, sel, size * n, inst)
+            vals = np.ascontiguousarray(full).view(dtype).reshape(WARP, n)
+            for k, wr in enumerate(writers):
+                wr(w, vals[:, k], mask)
+        return ld
+
+    def _op_st(self, inst, index, unknown):
+        space, n, t = self._mem_form(inst, unknown)
+        if space in ("const", "param"):
+            raise UnsupportedInstruction(inst, f"{space} state space")
+        size = max(1, _bits(t) // 8)
+        src = inst.operands[1]
+        srcs = list(src.items) if isinstance(src, Vec) else [src]
+        if len(srcs) != n:
+            raise UnsupportedInstruction(inst, "vector width")
+        readers = [self._reader(s, t, inst) for s in srcs]
+        addr = self._address(inst.operands[0], space, inst)
+        dtype = _DTYPE[t]
+        c = self.counters
+
+        def st(w, b, mask):
+            lanes = np.nonzero(mask)[0]
+            if len(lanes) == 0:
+                return
+            vals = np.stack([r(w, b).astype(dtype, copy=False) for r in readers], axis=1)
+            data = np.ascontiguousarray(vals).view(np.uint8).reshape(WARP, size * n)
+            a = addr(w, b)[lanes]
+            for sp, sub, rel in self._classify(a, space):
+                sel = lanes if sub is None else lanes[sub]
+                d = data[sel]
+                if sp == "global":
+                    self.memory.write(rel, d, inst)
+                    c.global_store_requests += 1
+                    c.global_store_sectors += _sectors(rel, size * n)
+                elif sp == "shared":
+                    _flat_write(b.shared, rel, d, "shared", inst)
+                    wf, ideal = _wavefronts(rel, size * n, sel)
+                    c.shared_store_requests += 1
+                    c.shared_store_wavefronts += wf
+                    c.shared_ideal_wavefronts += ideal
+                else:
+                    self._local_write(w, rel, sel, d, inst)
+                    c.local_store_sectors += math.ceil(len(sel) * size * n / 32)
+        return st
+
+    def _op_atom(self, inst, index, unknown, reduction=False):
+        ops = [m for m in unknown if m in _ATOM_OPS]
+        if len(ops) != 1:
+            raise UnsupportedInstruction(inst, "atomic operation")
+        aop = ops[0]
+        space, n, t = self._mem_form(inst, unknown, extra=(aop,))
+        if n != 1 or space not in ("global", "shared", "generic"):
+            raise UnsupportedInstruction(inst, "atomic form")
+        if t in ("f16", "bf16", "f16x2", "bf16x2"):
+            raise UnsupportedInstruction(inst, "atomic type")
+        size = _bits(t) // 8
+        dtype = _DTYPE[t]
+        operands = inst.operands if reduction else inst.operands[1:]
+        dst = None if reduction else self._writer(inst.operands[0], t, inst)
+        addr = self._address(operands[0], space, inst)
+        rb = self._reader(operands[1], t, inst)
+        rc = self._reader(operands[2], t, inst) if aop == "cas" else None
+        c = self.counters
+
+        def apply(old, v, cmp):
+            if aop == "add":
+                return old + v
+            if aop == "min":
+                return min(old, v)
+            if aop == "max":
+                return max(old, v)
+            if aop == "inc":
+                return 0 if old >= v else old + 1
+            if aop == "dec":
+                return v if (old == 0 or old > v) else old - 1
+            if aop == "and":
+                return old & v
+            if aop == "or":
+                return old | v
+            if aop == "xor":
+                return old ^ v
+            if aop == "exch":
+                return v
+            return v if old == cmp else old  # cas: operand b is the compare value, c the new one
+
+        def atom(w, b, mask):
+            lanes = np.nonzero(mask)[0]
+            if len(lanes) == 0:
+                return
+            a = addr(w, b)[lanes]
+            bv = rb(w, b)
+            cv = rc(w, b) if rc is not None else None
+            result = np.zeros(WARP, dtype=dtype)
+            for sp, sub, rel in self._classify(a, space):
+                sel = lanes if sub is None else lanes[sub]
+                if sp == "global":
+                    c.global_atomic_instructions += 1
+                    c.l2_sectors_atomic += len(sel)
+                    for x in rel.tolist():
+                        c.atomics_per_address[x] = c.atomics_per_address.get(x, 0) + 1
+                elif sp == "shared":
+                    c.shared_atomic_instructions += 1
+                else:
+                    raise UnsupportedInstruction(inst, "local atomic")
+                for lane, ad in zip(sel.tolist(), rel.tolist()):
+                    one = np.array([ad], dtype=np.uint64)
+                    if sp == "global":
+                        old = self.memory.read(one, size, inst).view(dtype)[0, 0]
+                    else:
+                        old = _flat_read(b.shared, one, size, "shared", inst).view(dtype)[0, 0]
+                    if aop == "cas":
+                        new = cv[lane] if old == bv[lane] else old
+                    else:
+                        with np.errstate(all="ignore"):
+                            new = dtype(apply(old, bv[lane], None))
+                    data = np.array([new], dtype=dtype).view(np.uint8).reshape(1, size)
+                    if sp == "global":
+                        self.memory.write(one, data, inst)
+                    else:
+                        _flat_write(b.shared, one, data, "shared", inst)
+                    result[lane] = old
+            if dst is not None:
+                dst(w, result, mask)
+        return atom
+
+    def _op_cp(self, inst, index, unknown):
+        """cp.async: executed at once (the kernel may read the data only after cp.async.wait_*,
+        so copying eagerly gives the same values); commit/wait are no-ops. Counted as a global
+        load request (LDGSTS) and a shared store."""
+        if "async" not in inst.mods:
+            raise UnsupportedInstruction(inst)
+        if any(m in inst.mods for m in ("commit_group", "wait_group", "wait_all")):
+            return lambda w, b, mask: None
+        if "bulk" in inst.mods or len(inst.operands) not in (3, 4) or not isinstance(inst.operands[2], Imm):
+            raise UnsupportedInstruction(inst, "cp.async form")
+        size = inst.operands[2].value
+        dst_addr = self._address(inst.operands[0], "shared", inst)
+        src_addr = self._address(inst.operands[1], "global", inst)
+        src_size = self._reader(inst.operands[3], "u32", inst) if len(inst.operands) == 4 else None
+        c = self.counters
+
+        def cp(w, b, mask):
+            lanes = np.nonzero(mask)[0]
+            if len(lanes) == 0:
+                return
+            src = src_addr(w, b)[lanes]
+            data = self.memory.read(src, size, inst)
+            if src_size is not None:  # bytes past src-size are zero-filled
+                keep = src_size(w, b)[lanes].astype(np.int64)
+                data[np.arange(size)[None, :] >= keep[:, None]] = 0
+            dst = dst_addr(w, b)[lanes]
+            _flat_write(b.shared, dst, data, "shared", inst)
+            c.global_load_requests += 1
+            c.global_load_sectors += _sectors(src, size)
+            wf, ideal = _wavefronts(dst, size, lanes)
+            c.shared_store_requests += 1
+            c.shared_store_wavefronts += wf
+            c.shared_ideal_wavefronts += ideal
+        return cp
+
+    def _op_red(self, inst, index, unknown):
+        return self._op_atom(inst, index, unknown, reduction=True)
+
+    # ---------------------------------------------------------------- execution
+    def _new_warp(self, warp_index: int) -> WarpState:
+        bx, by, _ = self.block
+        linear = warp_index * WARP + np.arange(WARP)
+        valid = linear < self.threads
+        tid = (linear % bx, (linear // bx) % by, linear // (bx * by))
+        regs = {}
+        for name, typ in self.kernel.regs.items():
+            regs[name] = np.zeros(WARP, dtype=bool) if typ == "pred" else np.zeros(WARP, dtype=_UNSIGNED[max(8, TYPE_BITS[typ])])
+        pc = np.where(valid, 0, EXITED).astype(np.int64)
+        local = np.zeros((WARP, self.local_bytes), dtype=np.uint8) if self.local_bytes else None
+        return WarpState(regs, pc, tuple(x.astype(np.uint32) for x in tid), np.arange(WARP, dtype=np.uint32), warp_index, local)
+
+    def _run_warp(self, w: WarpState, b: BlockContext) -> None:
+        """Run one warp until it exits or waits at a barrier. While all live lanes share one
+        PC (the common case) the PC is a Python int and the per-lane array is only written
+        back at control flow, which keeps the per-instruction cost low."""
+        insts = self.kernel.instructions
+        ops = self.ops
+        inst_by_pc, threads_by_pc = self.counters.inst_by_pc, self.counters.threads_by_pc
+        n = len(insts)
+        pc = w.pc
+        live = pc < EXITED
+        if not live.any():
+            w.done = True
+            return
+        p = int(pc[live].min())
+        uniform = bool((pc[live] == p).all())
+        nlive = int(np.count_nonzero(live))
+        steps, limit = w.steps, self.max_steps
+        try:
+            while True:
+                if uniform:
+                    active = live
+                else:
+                    p = int(pc.min())
+                    if p >= EXITED:
+                        w.done = True
+                        return
+                    active = pc == p
+                if p >= n:
+                    raise InterpreterError(f"{self.kernel.name}: execution ran past the last instruction")
+                steps += 1
+                if steps > limit:
+                    raise InterpreterError(f"{self.kernel.name}: more than {limit} instructions in one warp (endless loop?)")
+                inst = insts[p]
+                inst_by_pc[p] += 1
+                if inst.guard is not None:
+                    g = w.regs[inst.guard]
+                    mask = active & (~g if inst.guard_negated else g)
+                    threads_by_pc[p] += int(np.count_nonzero(mask))
+                else:
+                    mask = active
+                    threads_by_pc[p] += nlive if uniform else int(np.count_nonzero(mask))
+                handled = ops[p](w, b, mask)
+                if not handled:
+                    if uniform:
+                        p += 1
+                    else:
+                        pc[active] += 1
+                    continue
+                # control flow: bring the per-lane PCs up to date, then re-derive the schedule
+                if uniform:
+                    pc[live & ~mask] = p + 1
+                else:
+                    pc[active & ~mask] += 1
+                if handled == "barrier":
+                    if uniform:
+                        pc[mask] = p
+                    return
+                live = pc < EXITED
+                if not live.any():
+                    w.done = True
+                    return
+                nlive = int(np.count_nonzero(live))
+                p = int(pc[live].min())
+                uniform = bool((pc[live] == p).all())
+        finally:
+            w.steps = steps
+            if uniform and not w.done and not w.at_barrier:
+                pc[live] = p
+
+    def run_block(self, ctaid: tuple[int, int, int], warps: list[int] | None = None) -> None:
+        """Run one block (all its warps, or the listed ones when the kernel has no barrier)."""
+        b = BlockContext(ctaid, np.zeros(self.shared_bytes, dtype=np.uint8))
+        states = [self._new_warp(i) for i in (range(self.nwarps) if warps is None else warps)]
+        old = np.seterr(all="ignore")
+        try:
+            while True:
+                for w in states:
+                    if not w.done and not w.at_barrier:
+                        self._run_warp(w, b)
+                waiting = [w for w in states if w.at_barrier]
+                if not waiting:
+                    break
+                self.counters.barriers += len(waiting)
+                for w in waiting:
+                    w.pc[w.barrier_mask] += 1
+                    w.at_barrier = False
+                    w.barrier_mask = None
+        finally:
+            np.seterr(**old)
+
+    # ---------------------------------------------------------------- results
+    def totals(self) -> dict:
+        """Counts of everything interpreted so far (not extrapolated)."""
+        c = self.counters
+        by_pipe: dict[str, float] = {}
+        flops: dict[str, float] = {}
+        tensor: dict[str, float] = {}
+        ptx_instructions = int(c.inst_by_pc.sum())
+        folded = folded_instructions(self.kernel)
+        for i, inst in enumerate(self.kernel.instructions):
+            k = c.inst_by_pc[i]
+            if not k:
+                continue
+            costs, fl = _costs(inst)
+            if i in folded:
+                costs = []
+            for pipe, per in costs:
+                by_pipe[pipe] = by_pipe.get(pipe, 0.0) + per * k
+            if fl:
+                flops[fl[0]] = flops.get(fl[0], 0.0) + fl[1] * c.threads_by_pc[i]
+            if i in self._tensor_names:
+                name = self._tensor_names[i]
+                tensor[name] = tensor.get(name, 0.0) + k
+        return {
+            "counts": {
+                "global_load_requests": c.global_load_requests, "global_load_sectors": c.global_load_sectors,
+                "global_store_requests": c.global_store_requests, "global_store_sectors": c.global_store_sectors,
+                "shared_load_wavefronts": c.shared_load_wavefronts, "shared_store_wavefronts": c.shared_store_wavefronts,
+                "shared_bank_conflicts": c.shared_load_wavefronts + c.shared_store_wavefronts - c.shared_ideal_wavefronts,
+                "local_load_sectors": c.local_load_sectors, "local_store_sectors": c.local_store_sectors,
+                "instructions": sum(by_pipe.values()),
+                "global_atomic_instructions": c.global_atomic_instructions, "l2_sectors_atomic": c.l2_sectors_atomic,
+            },
+            "warp_instructions_by_pipe": by_pipe,
+            "flops": flops,
+            "barriers": c.barriers,
+            "tensor_instructions": tensor,
+            "ptx_warp_instructions": ptx_instructions,
+            "thread_instructions": int(c.threads_by_pc.sum()),
+            "shared_load_requests": c.shared_load_requests,
+            "shared_store_requests": c.shared_store_requests,
+            "shared_atomic_instructions": c.shared_atomic_instructions,
+            "max_atomics_per_address": max(c.atomics_per_address.values(), default=0),
+        }
+
+
+def sample_blocks(grid, count: int) -> list[tuple[int, int, int]]:
+    """Blocks that represent the grid: the first, the last and an even spread between."""
+    g = tuple(grid) + (1,) * (3 - len(grid))
+    total = g[0] * g[1] * g[2]
+    count = max(1, min(count, total))
+    if count == 1:
+        linear = [0]
+    else:
+        linear = sorted({int(i * (total - 1) / (count - 1) + 0.5) for i in range(count)})
+    return [(i % g[0], (i // g[0]) % g[1], i // (g[0] * g[1])) for i in linear]
+
+
+def _scale(value, factor):
+    if isinstance(value, dict):
+        return {k: _scale(v, factor) for k, v in value.items()}
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value) * factor
+    return value
+
+
+def count_work(kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray] | None = None, *,
+               dynamic_shared_bytes: int = 0, sample: int = 3, warps_per_block: int | None = None,
+               max_steps_per_warp: int = 20_000_000) -> dict:
+    """Interpret ``sample`` blocks of a launch and extrapolate their work to the whole grid.
+
+    Warps of a block that neither synchronises (no bar.sync) nor declares shared memory are
+    independent, so by default only 3 of them (first, middle, last) are interpreted and
+    scaled to the block; ``warps_per_block`` sets that number (0 or None with barriers or
+    shared memory: all warps).
+
+    Returns {"counts": {KernelFeatures count name: value}, "warp_instructions_by_pipe",
+    "flops", "barriers", "tensor_instructions", ... , "sampled_blocks", "sampled_warps",
+    "scale", "approximations"}; all counts are for the whole grid (sampled counts x grid
+    blocks / blocks sampled x warps per block / warps sampled). Buffers are modified in place
+    by the sampled warps' stores.
+    """
+    interp = Interpreter(kernel, grid, block, args, buffers, dynamic_shared_bytes, max_steps_per_warp)
+    blocks = sample_blocks(interp.grid, sample)
+    independent = not kernel.shared and not any(i.opcode in ("bar", "barrier") and "warp" not in i.mods for i in kernel.instructions)
+    if warps_per_block is None:
+        warps_per_block = 3 if independent else 0
+    warps = None
+    if independent and 0 < warps_per_block < interp.nwarps:
+        warps = [lin for lin, _, _ in sample_blocks((interp.nwarps,), warps_per_block)]
+    for ctaid in blocks:
+        interp.run_block(ctaid, warps)
+    total_blocks = interp.grid[0] * interp.grid[1] * interp.grid[2]
+    factor = total_blocks / len(blocks) * (interp.nwarps / len(warps) if warps else 1.0)
+    totals = interp.totals()
+    out = _scale(totals, factor)
+    out["max_atomics_per_address"] = totals["max_atomics_per_address"] * total_blocks / len(blocks)
+    out["sampled_blocks"] = blocks
+    out["sampled_warps"] = warps if warps is not None else list(range(interp.nwarps))
+    out["scale"] = factor
+    out["approximations"] = sorted(interp.approximations)
+    if warps:
+        out["approximations"].append(f"{len(warps)} of {interp.nwarps} warps per block interpreted (no barrier, no shared memory)")
+    return out

@@ -1,0 +1,311 @@
+"""The PTX parser and interpreter (perfmodel.static): results of small kernels against numpy,
+work counts against the hardware rules, and zoo kernels against their ncu-measured counts.
+
+The PTX under tests/data/ptx/ is committed (no nvcc needed); each file says the command
+that generated it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfmodel.static.interpreter import (
+    Interpreter,
+    MemoryFault,
+    Pointer,
+    UnsupportedInstruction,
+    count_work,
+    sample_blocks,
+)
+from perfmodel.static.ptx import Addr, Imm, Reg, parse
+
+PTX = Path(__file__).parent / "data" / "ptx"
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    return parse((PTX / "kernels.ptx").read_text()).kernels
+
+
+@pytest.fixture(scope="module")
+def zoo_profile():
+    from keet import load_profile
+    return load_profile(ROOT / "profiles" / "h100" / "zoo_all.ncu-rep.xz")
+
+
+def test_parser_reads_declarations_and_operands(kernels):
+    k = kernels["block_sum"]
+    assert [p.name for p in k.params] == ["block_sum_param_0", "block_sum_param_1", "block_sum_param_2"]
+    assert [(p.type, p.size, p.offset) for p in k.params] == [("u64", 8, 0), ("u64", 8, 8), ("u32", 4, 16)]
+    assert k.shared[0].size == 1024 and k.static_shared_bytes == 1024
+    assert k.regs["%f1"] == "f32" and k.regs["%p1"] == "pred"
+    guarded = [i for i in k.instructions if i.guard]
+    assert guarded and all(i.opcode == "bra" for i in guarded)
+    assert all(label in k.labels for label in ("$L__BB1_2",) if label in k.labels)
+    ld = next(i for i in parse((PTX / "dram_triad.ptx").read_text()).kernels["triad_kernel"].instructions if i.opcode == "ld" and "v4" in i.mods)
+    assert ld.mods == ("global", "nc", "v4", "f32") and isinstance(ld.operands[1], Addr) and len(ld.operands[0].items) == 4
+    mov = parse(".visible .entry k()\n{\n.reg .f32 %f<2>;\nmov.f32 %f1, 0f3F800000;\nret;\n}\n").kernels["k"].instructions[0]
+    assert mov.operands == (Reg("%f1"), Imm(0x3F800000, True, 32))
+
+
+def test_vector_add_values_and_coalesced_sectors(kernels):
+    n = 1000
+    rng = np.random.default_rng(1)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    c = np.zeros(n, np.float32)
+    r = count_work(kernels["vector_add"], (8,), (128,), [Pointer("a"), Pointer("b"), Pointer("c"), n], {"a": a, "b": b, "c": c}, sample=8)
+    np.testing.assert_array_equal(c, a + b)
+    counts = r["counts"]
+    assert r["scale"] == 1.0
+    # 32 warps, the last with 8 active lanes (one 32-byte sector)
+    assert counts["global_load_requests"] == 64 and counts["global_store_requests"] == 32
+    assert counts["global_load_sectors"] == 2 * (31 * 4 + 1) and counts["global_store_sectors"] == 31 * 4 + 1
+    assert r["flops"] == {"fp32": n}
+    assert r["warp_instructions_by_pipe"]["fp32"] == 32  # every warp has an active lane
+
+
+def test_block_reduction_with_shared_memory_and_barriers(kernels):
+    n = 256 * 4 + 100
+    x = np.random.default_rng(2).random(n, dtype=np.float32)
+    out = np.zeros(5, np.float32)
+    r = count_work(kernels["block_sum"], (5,), (256,), [Pointer("x"), Pointer("out"), n], {"x": x, "out": out}, sample=5)
+    expected = np.add.reduceat(np.concatenate([x, np.zeros(5 * 256 - n, np.float32)]), np.arange(0, 5 * 256, 256))
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+    assert r["barriers"] == 5 * 8 * 9  # every warp passes 1 + log2(256) barriers
+    assert r["counts"]["shared_bank_conflicts"] == 0
+    assert r["warp_instructions_by_pipe"]["barrier"] == 5 * 8 * 9
+
+
+def test_divergent_branches_reconverge(kernels):
+    n = 64
+    v = np.random.default_rng(3).integers(0, 100, n).astype(np.int32)
+    out = np.zeros(n, np.int32)
+    k = kernels["divergent"]
+    interp = Interpreter(k, (1,), (64,), [Pointer("v"), Pointer("out"), n], {"v": v, "out": out})
+    interp.run_block((0, 0, 0))
+    expected = np.where(np.arange(n) & 1, [sum(j * x for j in range(x & 7)) for x in v], v * 3 - 1)
+    np.testing.assert_array_equal(out, expected)
+    counts = interp.counters.inst_by_pc
+    store = next(i for i, inst in enumerate(k.instructions) if inst.opcode == "st")
+    assert counts[store] == 2  # once per warp: the two paths reconverge before the store
+    # the loop body runs as many times per warp as its longest odd lane needs
+    loop_head = next(k.labels[inst.operands[0].name] for i, inst in enumerate(k.instructions)
+                     if inst.opcode == "bra" and k.labels[inst.operands[0].name] <= i)
+    odd = v[1::2] & 7
+    assert counts[loop_head] == odd[:16].max() + odd[16:].max()
+    assert interp.counters.threads_by_pc.sum() < 32 * counts.sum()
+
+
+@pytest.mark.parametrize(("stride", "sectors"), [(1, 4), (2, 8), (8, 32), (32, 32)])
+def test_strided_copy_sectors_per_request(kernels, stride, sectors):
+    n = 256
+    x = np.arange(n * stride, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+    r = count_work(kernels["strided_copy"], (2,), (128,), [Pointer("x"), Pointer("out"), stride, n], {"x": x, "out": out}, sample=2)
+    np.testing.assert_array_equal(out, x[::stride])
+    c = r["counts"]
+    assert c["global_load_sectors"] / c["global_load_requests"] == sectors
+    assert c["global_store_sectors"] / c["global_store_requests"] == 4
+
+
+@pytest.mark.parametrize("ways", [1, 2, 4, 8, 32])
+def test_shared_bank_conflicts_are_ways(kernels, ways):
+    out = np.zeros(64, np.float32)
+    r = count_work(kernels["smem_stride"], (2,), (32,), [Pointer("out"), ways], {"out": out}, sample=2)
+    np.testing.assert_array_equal(out, np.tile(np.arange(32, dtype=np.float32), 2))
+    c = r["counts"]
+    assert c["shared_load_wavefronts"] == 2 * ways and c["shared_store_wavefronts"] == 2 * ways
+    assert c["shared_bank_conflicts"] == 2 * 2 * (ways - 1)
+
+
+def test_atomics_to_one_address(kernels):
+    n = 300
+    fsum, isum, imax = np.zeros(1, np.float32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+    tickets = np.full(n, -1, np.int32)
+    bufs = {"f": fsum, "i": isum, "m": imax, "t": tickets}
+    r = count_work(kernels["atomics"], (3,), (128,), [Pointer("f"), Pointer("i"), Pointer("m"), Pointer("t"), n], bufs, sample=3)
+    assert fsum[0] == 1.5 * n and isum[0] == n and imax[0] == max(i * 7 % 1000 for i in range(n))
+    np.testing.assert_array_equal(tickets, np.arange(n))  # lane order, blocks in order
+    c = r["counts"]
+    assert c["global_atomic_instructions"] == 3 * 10  # 10 warps have active lanes
+    assert c["l2_sectors_atomic"] == 3 * n
+    assert r["max_atomics_per_address"] == n
+
+
+def test_warp_shuffle_vote_and_math(kernels):
+    x = np.random.default_rng(4).normal(size=64).astype(np.float32)
+    sums, ballots, math = np.zeros(2, np.float32), np.zeros(2, np.uint32), np.zeros(64, np.float32)
+    count_work(kernels["warp_ops"], (1,), (64,), [Pointer("x"), Pointer("s"), Pointer("b"), Pointer("m")],
+               {"x": x, "s": sums, "b": ballots, "m": math}, sample=1)
+    np.testing.assert_allclose(sums, x.reshape(2, 32).sum(1), rtol=1e-5)
+    expect_ballot = [int(sum(1 << j for j in range(32) if x[w * 32 + j] > 0)) for w in range(2)]
+    assert ballots.tolist() == expect_ballot
+    i = np.arange(64)
+    ref = np.sqrt(np.abs(x)) + np.exp(x) * 0.5 + np.minimum(x, 0.25) + (i % 3) / 4.0
+    np.testing.assert_allclose(math, ref, rtol=1e-5)
+
+
+def test_fp64_and_64bit_integers(kernels):
+    n = 100
+    x = np.random.default_rng(5).normal(size=n)
+    y, q = np.zeros(n), np.zeros(n, np.int64)
+    r = count_work(kernels["fp64_int"], (1,), (128,), [Pointer("x"), Pointer("y"), Pointer("q"), n], {"x": x, "y": y, "q": q}, sample=1)
+    np.testing.assert_allclose(y, (x * 2 + 1) * x, rtol=1e-15)
+    v = np.arange(n, dtype=np.int64) * 1000003
+    np.testing.assert_array_equal(q, v // 7 + np.arange(n) % 5 - (v >> 3))
+    assert r["flops"]["fp64"] == 3 * n and r["warp_instructions_by_pipe"]["fp64"] == 2 * 4
+
+
+def test_out_of_bounds_access_is_an_error(kernels):
+    a = np.zeros(10, np.float32)
+    with pytest.raises(MemoryFault, match="out-of-bounds global access .*buffer 'a' offset 40 of 40 bytes"):
+        count_work(kernels["vector_add"], (1,), (32,), [Pointer("a"), Pointer("a"), Pointer("a"), 32], {"a": a})
+
+
+def test_unsupported_instruction_names_it():
+    text = """
+.visible .entry carry(.param .u64 p)
+{
+  .reg .b32 %r<4>;
+  mov.u32 %r1, 1;
+  add.cc.u32 %r2, %r1, %r1;
+  ret;
+}
+"""
+    k = parse(text).kernels["carry"]
+    with pytest.raises(UnsupportedInstruction, match=r"line 6: 'add.cc.u32 %r2, %r1, %r1'"):
+        count_work(k, (1,), (32,), [0], {})
+    k2 = parse(text.replace("add.cc.u32 %r2, %r1, %r1", "tex.1d.v4.f32.s32 {%r1, %r2, %r3, %r0}, [%r1, {%r2}]")).kernels["carry"]
+    with pytest.raises(UnsupportedInstruction, match="tex.1d"):
+        count_work(k2, (1,), (32,), [0], {})
+
+
+def test_sample_blocks_cover_first_last_and_between():
+    assert sample_blocks((10,), 3) == [(0, 0, 0), (5, 0, 0), (9, 0, 0)]
+    assert sample_blocks((10,), 1) == [(0, 0, 0)]
+    assert sample_blocks((4, 4), 2) == [(0, 0, 0), (3, 3, 0)]
+    assert sample_blocks((2,), 5) == [(0, 0, 0), (1, 0, 0)]
+
+
+# ------------------------------------------------------------------ zoo kernels vs ncu
+def _zoo(name, kernel):
+    return parse((PTX / f"{name}.ptx").read_text()).kernels[kernel]
+
+
+def _measured(profile, kernel):
+    k = profile.kernel(kernel)
+    values = {m: v for m, (v, _) in profile.values(k).items()}
+    return k, values
+
+
+def test_zoo_triad_matches_ncu(zoo_profile):
+    k, m = _measured(zoo_profile, "triad_kernel")
+    n4 = 4096 * 256  # small grid with the zoo's block; every block does the same work
+    bufs = {x: np.zeros(4 * n4, np.float32) for x in "abc"}
+    bufs["b"][:] = 1.0
+    bufs["c"][:] = 2.0
+    r = count_work(_zoo("dram_triad", "triad_kernel"), (4096,), k.block, [Pointer("a"), Pointer("b"), Pointer("c"), 1.7, n4], bufs)
+    c = r["counts"]
+    warps = 4096 * 8
+    assert c["global_load_sectors"] / c["global_load_requests"] == m["global.load_sectors_per_request"] == 16
+    assert c["global_store_sectors"] / c["global_store_requests"] == m["global.store_sectors_per_request"] == 16
+    assert c["global_load_requests"] / warps == m["global.load_requests"] / (k.blocks * 8)
+    per_warp, measured = c["instructions"] / warps, m["inst.executed"] / (k.blocks * 8)
+    assert abs(per_warp / measured - 1) <= 0.10, (per_warp, measured)
+
+
+def test_zoo_bank_conflict_matches_ncu(zoo_profile):
+    k, m = _measured(zoo_profile, "bank_conflict_kernel")
+    grid = k.grid
+    x = np.random.default_rng(6).random(1024, dtype=np.float32)
+    out = np.zeros(grid[0] * 256, np.float32)
+    r = count_work(_zoo("smem_bank_conflict", "bank_conflict_kernel"), grid, k.block, [Pointer("in"), 512, Pointer("out")], {"in": x, "out": out})
+    np.testing.assert_allclose(out[:256], np.tile(x.reshape(32, 32).sum(1) * 16, 8), rtol=1e-4)
+    c = r["counts"]
+    for ours, theirs in (("shared_load_wavefronts", "shared.load_wavefronts"), ("shared_store_wavefronts", "shared.store_wavefronts"),
+                         ("shared_bank_conflicts", "shared.bank_conflicts"), ("global_load_sectors", "global.load_sectors"),
+                         ("global_store_sectors", "global.store_sectors")):
+        assert c[ours] == pytest.approx(m[theirs], rel=1e-9), ours
+    assert abs(c["instructions"] / m["inst.executed"] - 1) <= 0.10
+    assert r["barriers"] == k.blocks * 8
+
+
+def test_zoo_transpose_naive_matches_ncu(zoo_profile):
+    k, m = _measured(zoo_profile, "transpose_naive_kernel")
+    n = 512
+    x = np.random.default_rng(7).random(n * n, dtype=np.float32)
+    out = np.zeros(n * n, np.float32)
+    grid = (n // 32, n // 32)
+    r = count_work(_zoo("transpose_naive", "transpose_naive_kernel"), grid, k.block, [Pointer("in"), Pointer("out"), n], {"in": x, "out": out}, sample=4,
+                   warps_per_block=0)
+    c = r["counts"]
+    assert c["global_load_sectors"] / c["global_load_requests"] == pytest.approx(m["global.load_sectors_per_request"], rel=0.01)
+    assert c["global_store_sectors"] / c["global_store_requests"] == pytest.approx(m["global.store_sectors_per_request"], rel=0.01)
+    warps = grid[0] * grid[1] * 8
+    per_warp, measured = c["instructions"] / warps, m["inst.executed"] / (k.blocks * 8)
+    # Known gap: SASS fuses 64-bit address arithmetic into IMAD.WIDE/LEA (31 SASS vs 39 counted).
+    assert abs(per_warp / measured - 1) <= 0.30, (per_warp, measured)
+    sampled = [(bx, by) for bx, by, _ in r["sampled_blocks"]]
+    t = out.reshape(n, n).T.reshape(-1)
+    for bx, by in sampled:  # the sampled tiles are transposed
+        rows = slice(by * 32, by * 32 + 32)
+        cols = slice(bx * 32, bx * 32 + 32)
+        np.testing.assert_array_equal(t.reshape(n, n)[rows, cols], x.reshape(n, n)[rows, cols])
+
+
+def test_cp_async_to_shared(kernels):
+    x = np.arange(2 * 64 * 4, dtype=np.float32)
+    out = np.zeros_like(x)
+    r = count_work(kernels["cp_async_reverse"], (2,), (64,), [Pointer("x"), Pointer("out")], {"x": x, "out": out}, sample=2)
+    np.testing.assert_array_equal(out.reshape(2, 64, 4), x.reshape(2, 64, 4)[:, ::-1])
+    c = r["counts"]
+    assert c["global_load_requests"] == 4 and c["global_load_sectors"] / c["global_load_requests"] == 16
+    assert c["shared_store_wavefronts"] == 4 * 4  # 512 bytes per warp: 4 wavefronts
+
+
+def test_constant_and_local_memory(kernels):
+    idx = np.random.default_rng(8).integers(0, 100, 64).astype(np.int32)
+    out = np.zeros(64, np.float32)
+    r = count_work(kernels["const_local"], (1,), (64,), [Pointer("idx"), Pointer("out")], {"idx": idx, "out": out}, sample=1)
+    k = idx & 15
+    np.testing.assert_array_equal(out, np.array([1, 2, 3, 4], np.float32)[k & 3] * k + np.arange(64))
+    assert r["counts"]["local_store_sectors"] > 0 and r["counts"]["local_load_sectors"] == 2 * 4
+
+
+def test_dynamic_shared_memory(kernels):
+    x = np.arange(256, dtype=np.int32)
+    out = np.zeros_like(x)
+    count_work(kernels["dyn_smem_reverse"], (2,), (128,), [Pointer("x"), Pointer("out")], {"x": x, "out": out},
+               dynamic_shared_bytes=512, sample=2)
+    np.testing.assert_array_equal(out, np.concatenate([x[:128][::-1], x[128:][::-1]]))
+    with pytest.raises(MemoryFault, match="shared"):
+        count_work(kernels["dyn_smem_reverse"], (1,), (128,), [Pointer("x"), Pointer("out")], {"x": x, "out": out}, sample=1)
+
+
+def test_zoo_shared_128bit_wavefronts_match_ncu(zoo_profile):
+    """LDS.128/STS.128 are served per half-warp: contiguous float4 = 4 wavefronts
+    (smem_bandwidth), sgemm_tiled's broadcast + contiguous float4 pairs = 3 on average."""
+    _, m = _measured(zoo_profile, "smem_bandwidth_kernel")
+    tile = np.random.default_rng(9).random(4096, dtype=np.float32)
+    r = count_work(_zoo("smem_bandwidth", "smem_bandwidth_kernel"), (1056,), (256,), [Pointer("in"), 64, Pointer("out")],
+                   {"in": tile, "out": np.zeros(1056 * 256, np.float32)}, sample=1)
+    assert r["counts"]["shared_load_wavefronts"] / r["shared_load_requests"] == pytest.approx(
+        m["shared.load_wavefronts"] / m["shared.load_instructions"], rel=0.01)
+    _, m = _measured(zoo_profile, "sgemm_tiled_kernel")
+    n, k = 256, 64
+    rng = np.random.default_rng(10)
+    a, b = rng.random((n, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+    c = np.zeros((n, n), np.float32)
+    r = count_work(_zoo("sgemm_tiled", "sgemm_tiled_kernel"), (2, 2), (256,), [n, n, k, Pointer("A"), Pointer("B"), Pointer("C")],
+                   {"A": a, "B": b, "C": c}, sample=1)
+    np.testing.assert_allclose(c[:128, :128], a[:128] @ b[:, :128], rtol=1e-4)
+    counts = r["counts"]
+    assert counts["shared_load_wavefronts"] / r["shared_load_requests"] == pytest.approx(
+        m["shared.load_wavefronts"] / m["shared.load_instructions"], rel=0.01)
+    assert counts["shared_store_wavefronts"] / r["shared_store_requests"] == pytest.approx(
+        m["shared.store_wavefronts"] / m["shared.store_instructions"], rel=0.05)
+    assert counts["global_load_sectors"] / counts["global_load_requests"] == m["global.load_sectors_per_request"]
