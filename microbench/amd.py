@@ -516,10 +516,6 @@ def normalize(result: dict, device: dict | None, fallback_hz: float | None) -> d
     return r
 
 
-def _ok(results: list[dict], bench: str) -> list[dict]:
-    return [r for r in results if r.get("bench") == bench and not r["stats"]["rejected"]]
-
-
 def _clock(r: dict, fallback: float | None) -> float | None:
     hz = r.get("sm_clock_hz") or 0
     return hz if 3e8 < hz < 4e9 else fallback
@@ -562,7 +558,7 @@ def derive(results: list[dict], device: dict | None, gpu: dict | None = None, ar
     def put(name, value, unit, src):
         params[name] = {"value": value, "unit": unit, "from": src}
 
-    lat = _ok(results, "latency")
+    lat = runner.accepted(results, "latency")
     clocks = [r["sm_clock_hz"] for r in lat if r.get("variant") == "ca" and 3e8 < (r.get("sm_clock_hz") or 0) < 4e9]
     sm_hz = statistics.median(clocks) if clocks and cycles_ok else None
     if sm_hz:
@@ -575,7 +571,7 @@ def derive(results: list[dict], device: dict | None, gpu: dict | None = None, ar
     clock_fallback = sm_hz or fallback
 
     # HBM
-    dram = {r["name"]: r for r in _ok(results, "dram") if r["name"] in ("read", "copy", "triad")}
+    dram = {r["name"]: r for r in runner.accepted(results, "dram") if r["name"] in ("read", "copy", "triad")}
     if dram:
         best = max(dram.values(), key=lambda r: r["bytes_per_s"])
         put("dram_achievable_bytes_per_s", best["bytes_per_s"], "B/s",
@@ -586,7 +582,7 @@ def derive(results: list[dict], device: dict | None, gpu: dict | None = None, ar
         missing["dram_achievable_bytes_per_s"] = "no accepted hbm read/copy/triad measurement"
 
     # L2 and Infinity Cache bandwidth
-    cache = sorted(_ok(results, "cache"), key=lambda r: r["footprint_bytes"])
+    cache = sorted(runner.accepted(results, "cache"), key=lambda r: r["footprint_bytes"])
     obs["cache_sweep_tb_per_s"] = {runner._fmt_bytes(r["footprint_bytes"]): round(r["bytes_per_s"] / 1e12, 3)
                                    for r in cache}
     if h["l2"]:
@@ -642,7 +638,7 @@ def derive(results: list[dict], device: dict | None, gpu: dict | None = None, ar
         missing["l2_latency_cycles"] = missing["dram_latency_cycles"] = "L2 size unknown (no MB_DEVICE line)"
 
     # LDS
-    lds = {r["name"]: r for r in _ok(results, "lds")}
+    lds = {r["name"]: r for r in runner.accepted(results, "lds")}
     best = max((lds[k] for k in ("b128", "b32_stride1") if k in lds), key=lambda r: r["bytes_per_s"], default=None)
     hz = _clock(best, clock_fallback) if best else None
     if best and hz and cus:
@@ -656,14 +652,14 @@ def derive(results: list[dict], device: dict | None, gpu: dict | None = None, ar
                                           if k.startswith("b32_stride")}
 
     # occupancy (an observation: the API's waves per SIMD and the throughput they bought)
-    occ = sorted(_ok(results, "occupancy"), key=lambda r: r.get("vgprs_forced", 0))
+    occ = sorted(runner.accepted(results, "occupancy"), key=lambda r: r.get("vgprs_forced", 0))
     if occ:
         top = max(r["ops_per_s"] for r in occ)
         obs["vgpr_occupancy"] = [{"vgprs": r.get("vgprs_forced"), "waves_per_simd": r.get("waves_per_simd"),
                                   "relative_throughput": round(r["ops_per_s"] / top, 3)} for r in occ]
 
     # MFMA
-    mfma = {r["name"]: r for r in _ok(results, "mfma")}
+    mfma = {r["name"]: r for r in runner.accepted(results, "mfma")}
     for prec, (names, unit) in MFMA_PARAMS.items():
         r = mfma.get(prec)
         hz = _clock(r, clock_fallback) if r else None
@@ -680,7 +676,7 @@ def derive(results: list[dict], device: dict | None, gpu: dict | None = None, ar
                 missing[name] = f"no accepted mfma {prec} measurement" if not r else "no clock or CU count"
 
     # atomics
-    atom = {r["name"]: r for r in _ok(results, "atomics")}
+    atom = {r["name"]: r for r in runner.accepted(results, "atomics")}
     for pname, rname in (("atomic_ops_per_clk", "distinct"), ("atomic_same_address_ops_per_clk", "same_address")):
         r = atom.get(rname)
         hz = _clock(r, clock_fallback) if r else None
@@ -691,17 +687,7 @@ def derive(results: list[dict], device: dict | None, gpu: dict | None = None, ar
         else:
             missing[pname] = f"no accepted atomics {rname} measurement" if not r else "no clock"
 
-    # launch overhead
-    launch = {r["name"]: r for r in _ok(results, "launch")}
-    for pname, rname, how in (("launch_overhead_ns", "stream_back_to_back", "10,000 back-to-back launches on a stream"),
-                              ("graph_launch_overhead_ns", "graph", "10,000 launches captured in one hipGraph")):
-        r = launch.get(rname)
-        if r:
-            put(pname, r["ns_per_op"], "ns",
-                f"launch_overhead (HIP, {rname}): median over {r['stats']['n']} batches of (batch time / 10,000), "
-                f"one-wave kernel <<<1,64>>>, {how}, hipEvents around the batch")
-        else:
-            missing[pname] = f"no accepted launch {rname} measurement"
+    runner.derive_launch(results, put, missing, "one-wave kernel <<<1,64>>>", "hipGraph", "hipEvents", label="HIP, ")
     return params, missing, obs
 
 

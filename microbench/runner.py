@@ -175,7 +175,8 @@ def parse_output(text: str) -> tuple[dict | None, list[dict]]:
 # --------------------------------------------------------------------------------------
 # parameter derivation
 # --------------------------------------------------------------------------------------
-def _ok(results: list[dict], bench: str) -> list[dict]:
+def accepted(results: list[dict], bench: str) -> list[dict]:
+    """The measurements of one benchmark that were not rejected."""
     return [r for r in results if r.get("bench") == bench and not r["stats"]["rejected"]]
 
 
@@ -234,7 +235,7 @@ def derive(results: list[dict], device: dict | None) -> tuple[dict, dict]:
 
     # SM clock from the pointer chase (clock64 vs %globaltimer), default-load variant; the
     # classic chase has 128 B strides (the TLB sweep's page strides are kept apart)
-    lat = [r for r in _ok(results, "latency") if r.get("stride_bytes", 128) == 128]
+    lat = [r for r in accepted(results, "latency") if r.get("stride_bytes", 128) == 128]
     clocks = [r["sm_clock_hz"] for r in lat if r.get("variant") == "ca" and (r.get("sm_clock_hz") or 0) > 1e8]
     sm_hz = statistics.median(clocks) if clocks else None
     if sm_hz:
@@ -244,7 +245,7 @@ def derive(results: list[dict], device: dict | None) -> tuple[dict, dict]:
         missing["sm_clock_measured_hz"] = "no accepted pointer_chase measurement with a clock"
 
     # DRAM
-    dram = {r["name"]: r for r in _ok(results, "dram") if r["name"] in ("read", "copy", "triad")}
+    dram = {r["name"]: r for r in accepted(results, "dram") if r["name"] in ("read", "copy", "triad")}
     if dram:
         best = max(dram.values(), key=lambda r: r["bytes_per_s"])
         put("dram_achievable_bytes_per_s", best["bytes_per_s"], "B/s",
@@ -256,7 +257,7 @@ def derive(results: list[dict], device: dict | None) -> tuple[dict, dict]:
 
     # L2 bandwidth
     if l2_bytes:
-        plateau = [r for r in _ok(results, "l2") if r["footprint_bytes"] <= l2_bytes / 2]
+        plateau = [r for r in accepted(results, "l2") if r["footprint_bytes"] <= l2_bytes / 2]
         if plateau:
             per_clk = [v for r in plateau if (v := _per_clk(r, "bytes", sm_hz))]
             if per_clk:
@@ -291,7 +292,7 @@ def derive(results: list[dict], device: dict | None) -> tuple[dict, dict]:
         missing["l2_latency_cycles"] = missing["dram_latency_cycles"] = "L2 size unknown (no MB_DEVICE line)"
 
     # atomics
-    atom = {r["name"]: r for r in _ok(results, "atomics")}
+    atom = {r["name"]: r for r in accepted(results, "atomics")}
     for pname, rname in (("atomic_ops_per_clk", "distinct"), ("atomic_same_address_ops_per_clk", "same_address")):
         r = atom.get(rname)
         v = _per_clk(r, "ops", sm_hz) if r else None
@@ -303,17 +304,7 @@ def derive(results: list[dict], device: dict | None) -> tuple[dict, dict]:
         else:
             missing[pname] = f"no accepted atomics {rname} measurement" if not r else "no SM clock measured"
 
-    # launch overhead
-    launch = {r["name"]: r for r in _ok(results, "launch")}
-    for pname, rname, how in (("launch_overhead_ns", "stream_back_to_back", "10,000 back-to-back launches on a stream"),
-                              ("graph_launch_overhead_ns", "graph", "10,000 launches captured in one CUDA graph")):
-        r = launch.get(rname)
-        if r:
-            put(pname, r["ns_per_op"], "ns",
-                f"launch_overhead ({rname}): median over {r['stats']['n']} batches of (batch time / 10,000), "
-                f"empty kernel <<<1,32>>>, {how}, cudaEvents around the batch")
-        else:
-            missing[pname] = f"no accepted launch {rname} measurement"
+    derive_launch(results, put, missing, "empty kernel <<<1,32>>>", "CUDA graph", "cudaEvents")
 
     sms = (device or {}).get("sm_count") or 0
     _derive_shared(results, sms, sm_hz, put, missing)
@@ -325,8 +316,22 @@ def derive(results: list[dict], device: dict | None) -> tuple[dict, dict]:
     return params, missing
 
 
+def derive_launch(results: list[dict], put, missing: dict, kernel: str, graph: str, events: str, label: str = "") -> None:
+    """launch_overhead_ns and graph_launch_overhead_ns from the launch program (CUDA or HIP)."""
+    launch = {r["name"]: r for r in accepted(results, "launch")}
+    for pname, rname, how in (("launch_overhead_ns", "stream_back_to_back", "10,000 back-to-back launches on a stream"),
+                              ("graph_launch_overhead_ns", "graph", f"10,000 launches captured in one {graph}")):
+        r = launch.get(rname)
+        if r:
+            put(pname, r["ns_per_op"], "ns",
+                f"launch_overhead ({label}{rname}): median over {r['stats']['n']} batches of (batch time / 10,000), "
+                f"{kernel}, {how}, {events} around the batch")
+        else:
+            missing[pname] = f"no accepted launch {rname} measurement"
+
+
 def _by_name(results: list[dict], bench: str) -> dict[str, dict]:
-    return {r["name"]: r for r in _ok(results, bench)}
+    return {r["name"]: r for r in accepted(results, bench)}
 
 
 def _per_clk_per_sm(r: dict, rate_key: str, sms: int, sm_hz: float | None) -> float | None:
@@ -441,7 +446,7 @@ def _derive_tensor(results, sms, sm_hz, put, missing, device) -> None:
 
 
 def _derive_barrier(results, put, missing) -> None:
-    pts = [r for r in _ok(results, "barrier") if r.get("warps_per_block", 0) >= 8 and r.get("blocks_per_sm") == 1]
+    pts = [r for r in accepted(results, "barrier") if r.get("warps_per_block", 0) >= 8 and r.get("blocks_per_sm") == 1]
     if pts:
         put("barrier_cycles", statistics.median(r["cycles_stats"]["median"] for r in pts), "cycle",
             "barrier: median over " + ", ".join(f"{r['warps_per_block']} warps" for r in pts)
@@ -466,7 +471,7 @@ def _derive_scattered(results, sm_hz, put, missing) -> None:
 
 
 def _derive_tlb(results, put, missing) -> None:
-    pts = sorted((r["footprint_bytes"], r["cycles_stats"]["median"]) for r in _ok(results, "latency")
+    pts = sorted((r["footprint_bytes"], r["cycles_stats"]["median"]) for r in accepted(results, "latency")
                  if r.get("sweep") == "tlb" and r.get("stride_bytes") == 2 * 2**20)
     if len(pts) < 4:
         missing["tlb_miss_extra_cycles"] = f"only {len(pts)} accepted TLB-sweep points with 2 MiB strides"

@@ -19,14 +19,15 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from microbench.runner import accepted
 from perfmodel.hardware import GPU
 
 EXPONENT_RANGE = (1.0, 16.0)  # 1: no overlap (the sum); 16: indistinguishable from the maximum
 
 
 def _accepted(doc: dict, bench: str) -> list[dict]:
-    return [r for r in doc.get("results", []) if r.get("bench") == bench and not r.get("stats", {}).get("rejected", True)
-            and "sweep" not in r]
+    """Accepted main measurements (not the points of a sweep) of one benchmark."""
+    return [r for r in accepted(doc.get("results", []), bench) if "sweep" not in r]
 
 
 def _param(doc: dict, hardware: GPU, name: str) -> float | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,3 +35,32 @@ def scratch_file(tmp_path_factory: pytest.TempPathFactory) -> Callable[[bytes | 
         return path
 
     return write
+
+
+REQUIRE_TOOLCHAINS = os.environ.get("MICROBENCH_REQUIRE_TOOLCHAINS") == "1"
+
+
+def toolchain_missing(reason: str) -> None:
+    """Skip a test whose compiler is absent; fail instead where MICROBENCH_REQUIRE_TOOLCHAINS=1
+    (.ci/run sets it: CI must compile everything)."""
+    if REQUIRE_TOOLCHAINS:
+        pytest.fail(f"{reason} (MICROBENCH_REQUIRE_TOOLCHAINS=1: every toolchain must be present)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def missing_toolchain() -> Callable[[str], None]:
+    """toolchain_missing, for test modules (conftest is not importable from them)."""
+    return toolchain_missing
+
+
+@pytest.fixture(scope="session")
+def nvcc() -> str:
+    """An nvcc ($NVCC, PATH, /usr/local/cuda or the PyPI wheel of the `test` extra)."""
+    from keet.errors import KeetError
+    from microbench.runner import find_nvcc
+
+    try:
+        return find_nvcc(None)
+    except KeetError as exc:
+        toolchain_missing(str(exc))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -37,14 +36,7 @@ HIP_DIR = ROOT / "microbench" / "hip"
 CUDA_SOURCES = sorted(CUDA_DIR.rglob("*.cu"))
 HIP_SOURCES = sorted(HIP_DIR.glob("*.hip"))
 HIP_ARCHS = ("gfx90a", "gfx942")
-REQUIRE = os.environ.get("MICROBENCH_REQUIRE_TOOLCHAINS") == "1"
 WORKERS = max(1, os.cpu_count() or 1)
-
-
-def _missing(reason: str):
-    if REQUIRE:
-        pytest.fail(f"{reason} (MICROBENCH_REQUIRE_TOOLCHAINS=1: every toolchain must be present)")
-    pytest.skip(reason)
 
 
 def cuda_arch(src: Path) -> str:
@@ -52,13 +44,6 @@ def cuda_arch(src: Path) -> str:
     rel = src.relative_to(CUDA_DIR)
     blackwell = any(part.startswith("sm100") for part in rel.parts[:-1]) or "sm100" in src.stem
     return "sm_100a" if blackwell else "sm_90a"
-
-
-def _nvcc() -> str | None:
-    for cand in (os.environ.get("NVCC"), runner.wheel_nvcc(), shutil.which("nvcc")):
-        if cand and Path(cand).is_file():
-            return cand
-    return None
 
 
 def _compile(cmd: list[str], env: dict | None = None) -> dict:
@@ -80,9 +65,10 @@ def _report(result: dict) -> str:
 # ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cuda_builds(tmp_path_factory) -> dict:
-    nvcc = _nvcc()
-    if not nvcc:
-        return {"missing": "no nvcc ($NVCC, the nvidia-cuda-nvcc wheel of the test extra, or PATH)"}
+    try:
+        nvcc = runner.find_nvcc(None)
+    except KeetError as exc:
+        return {"missing": str(exc)}
     out = tmp_path_factory.mktemp("cuda")
 
     def one(src: Path) -> dict:
@@ -100,9 +86,9 @@ def test_there_are_cuda_programs():
 
 
 @pytest.mark.parametrize("src", CUDA_SOURCES, ids=[str(s.relative_to(CUDA_DIR)) for s in CUDA_SOURCES])
-def test_cuda_program_compiles(src: Path, cuda_builds: dict):
+def test_cuda_program_compiles(src: Path, cuda_builds: dict, missing_toolchain):
     if "missing" in cuda_builds:
-        _missing(cuda_builds["missing"])
+        missing_toolchain(cuda_builds["missing"])
     result = cuda_builds[src]
     assert result["rc"] == 0, _report(result)
     assert result["exe"].is_file() and result["exe"].stat().st_size > 0
@@ -142,20 +128,20 @@ def test_there_are_hip_programs_and_each_is_a_suite():
 
 @pytest.mark.parametrize("arch", HIP_ARCHS)
 @pytest.mark.parametrize("src", HIP_SOURCES, ids=[s.name for s in HIP_SOURCES])
-def test_hip_program_compiles(src: Path, arch: str, hip_builds: dict):
+def test_hip_program_compiles(src: Path, arch: str, hip_builds: dict, missing_toolchain):
     entry = hip_builds[arch]
     if "missing" in entry:
-        _missing(entry["missing"])
+        missing_toolchain(entry["missing"])
     result = entry[src]
     assert result["rc"] == 0, _report(result)
     assert result["exe"].is_file() and result["exe"].stat().st_size > 0
 
 
 @pytest.mark.parametrize("arch", HIP_ARCHS)
-def test_hip_build_only_run_end_to_end(arch: str, tmp_path: Path, hip_builds: dict):
+def test_hip_build_only_run_end_to_end(arch: str, tmp_path: Path, hip_builds: dict, missing_toolchain):
     """`microbench run --build-only --backend hip --arch ...` as a user runs it (one small program)."""
     if "missing" in hip_builds[arch]:
-        _missing(hip_builds[arch]["missing"])
+        missing_toolchain(hip_builds[arch]["missing"])
     out = tmp_path / "build.json"
     p = subprocess.run([sys.executable, "-m", "microbench.runner", "--backend", "hip", "--build-only", "--arch", arch,
                         "--suite", "launch", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT,

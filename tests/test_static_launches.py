@@ -8,7 +8,6 @@ CI) it fails instead.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 from pathlib import Path
@@ -16,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keet.errors import KeetError
-from perfmodel.static.compile import compile_cu, find_nvcc
+from perfmodel.static.compile import compile_cu
 from perfmodel.static.launch_spec import (
     LaunchSpecError,
     launch_from_spec,
@@ -29,23 +27,10 @@ from perfmodel.static.launches import DiscoveryError, discover_launches
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((ROOT / "profiles" / "manifest.json").read_text())
-REQUIRE = os.environ.get("MICROBENCH_REQUIRE_TOOLCHAINS") == "1"
-
-
-def _missing(reason: str):
-    if REQUIRE:
-        pytest.fail(f"{reason} (MICROBENCH_REQUIRE_TOOLCHAINS=1: every toolchain must be present)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def toolchain() -> str:
-    try:
-        nvcc = find_nvcc()
-    except KeetError as exc:
-        _missing(str(exc))
+def toolchain(nvcc: str, missing_toolchain) -> str:
     if not any(shutil.which(c) for c in ("g++", "c++", "clang++")):
-        _missing("no host C++ compiler (g++, c++ or clang++)")
+        missing_toolchain("no host C++ compiler (g++, c++ or clang++)")
     return nvcc
 
 

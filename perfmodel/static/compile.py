@@ -11,7 +11,6 @@ one source of resources). Flags follow the zoo's build (profiles/capture.py): -O
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -82,13 +81,10 @@ def arch_for(gpu_id: str) -> str:
 
 
 def find_nvcc() -> str:
-    """$NVCC, else the PyPI wheel's nvcc, else nvcc on PATH or in /usr/local/cuda."""
-    from microbench.runner import wheel_nvcc
+    """$NVCC, nvcc on PATH or in /usr/local/cuda, else the PyPI wheel's (microbench.runner)."""
+    from microbench.runner import find_nvcc as find
 
-    for cand in (os.environ.get("NVCC"), wheel_nvcc(), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if cand and Path(cand).is_file():
-            return cand
-    raise KeetError("nvcc not found (set NVCC, or pip install nvidia-cuda-nvcc, e.g. the `test` extra)")
+    return find(None)
 
 
 def tool_next_to(nvcc: str, name: str) -> str:
