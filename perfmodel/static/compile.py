@@ -1,8 +1,7 @@
 """Compile a .cu file for a target GPU with no GPU present: PTX, cubin and per-kernel resources.
 
-nvcc is found like ``microbench.runner`` finds it: ``$NVCC`` first, then the PyPI wheel
-``nvidia-cuda-nvcc`` (site-packages/nvidia/cu*/bin/nvcc), then nvcc on PATH or in
-/usr/local/cuda. The source is compiled once to PTX (``nvcc -ptx``), and that PTX is assembled
+nvcc is found by ``microbench.runner.find_nvcc``: ``$NVCC``, nvcc on PATH or in
+/usr/local/cuda, else the PyPI wheel ``nvidia-cuda-nvcc`` (site-packages/nvidia/cu*/bin/nvcc). The source is compiled once to PTX (``nvcc -ptx``), and that PTX is assembled
 with the ptxas next to nvcc (``ptxas -v``), whose report gives registers, static shared memory,
 stack frame and spill bytes per kernel (the wheels ship no cuobjdump, so ptxas's report is the
 one source of resources). Flags follow the zoo's build (profiles/capture.py): -O3 -lineinfo
