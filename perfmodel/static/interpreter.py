@@ -44,7 +44,6 @@ the whole grid.
 
 from __future__ import annotations
 
-import math
 import re
 import struct
 from dataclasses import dataclass, field
@@ -105,6 +104,7 @@ _FLOAT = {"f16", "f32", "f64"}
 _IGNORED_MODS = {"nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed", "acquire", "release", "acq_rel",
                  "weak", "gpu", "cta", "sys", "cluster", "uni", "aligned", "sync", "approx", "full", "ftz", "rn", "rz",
                  "rm", "rp", "rni", "rzi", "rmi", "rpi", "lo", "noftz"}
+_L1_BYPASS = {"cg", "cv", "volatile"}  # loads served by the L2, never allocated in L1
 _SPACES = {"global", "shared", "local", "param", "const", "generic"}
 
 
@@ -134,20 +134,20 @@ def _to_bits(value: np.ndarray, t: str) -> np.ndarray:
     return value.view(_UNSIGNED[dt().itemsize * 8])
 
 
-def _imm_array(imm: Imm, t: str) -> np.ndarray:
+def _imm_array(imm: Imm, t: str, n: int) -> np.ndarray:
     dt = _DTYPE[t]
     if t == "pred":
-        return np.full(WARP, bool(imm.value))
+        return np.full(n, bool(imm.value))
     if imm.is_float:
         f = struct.unpack("<f", struct.pack("<I", imm.value))[0] if imm.bits == 32 else struct.unpack("<d", struct.pack("<Q", imm.value))[0]
         if t in _FLOAT:
-            return np.full(WARP, f, dtype=dt)
+            return np.full(n, f, dtype=dt)
         # raw bits moved into an integer register (mov.b32 %r, 0f3F800000)
-        return np.full(WARP, imm.value & ((1 << _bits(t)) - 1), dtype=_UNSIGNED[_bits(t)]).view(dt)
+        return np.full(n, imm.value & ((1 << _bits(t)) - 1), dtype=_UNSIGNED[_bits(t)]).view(dt)
     if t in _FLOAT:
-        return np.full(WARP, float(imm.value), dtype=dt)
+        return np.full(n, float(imm.value), dtype=dt)
     w = _bits(t)
-    return np.full(WARP, imm.value & ((1 << w) - 1), dtype=_UNSIGNED[w]).view(dt)
+    return np.full(n, imm.value & ((1 << w) - 1), dtype=_UNSIGNED[w]).view(dt)
 
 
 # --------------------------------------------------------------------------- pipe mapping
@@ -298,23 +298,25 @@ def _costs(inst: Instruction) -> tuple[list[tuple[str, float]], tuple[str, int] 
 
 # --------------------------------------------------------------------------- state
 @dataclass
-class WarpState:
+class LaneGroup:
+    """The lanes interpreted together: whole warps (32 lanes each, lane i in warp i // 32) of
+    one or more blocks, every value one numpy element per lane."""
     regs: dict[str, np.ndarray]
     pc: np.ndarray
     tid: tuple[np.ndarray, np.ndarray, np.ndarray]
     laneid: np.ndarray
-    warpid: int
+    warpid: np.ndarray
     local: np.ndarray | None
-    done: bool = False
-    at_barrier: bool = False
-    barrier_mask: np.ndarray | None = None
     steps: int = 0
 
 
 @dataclass
 class BlockContext:
-    ctaid: tuple[int, int, int]
+    """Per-lane block identity and the sampled blocks' shared memory, one slab per block."""
+    ctaid: tuple[np.ndarray, np.ndarray, np.ndarray]
     shared: np.ndarray
+    shared_base: np.ndarray
+    slot: np.ndarray  # the lane's block: its index in the group's list of blocks
 
 
 @dataclass
@@ -337,6 +339,40 @@ class Counters:
     shared_atomic_instructions: int = 0
     barriers: int = 0
     atomics_per_address: dict[int, int] = field(default_factory=dict)
+    global_load_sectors_l1_bypass: int = 0  # of global_load_sectors: .cg / volatile loads
+    global_load_bytes: int = 0  # bytes the active lanes asked for
+    global_store_bytes: int = 0
+    footprint: dict[str, Footprint] = field(default_factory=dict)  # "load", "load_l2" (L1 bypass), "store"
+
+
+class Footprint:
+    """The distinct global 32-byte sectors each sampled block touched (for the cache model):
+    keys block slot << 48 | sector, merged in batches to bound memory."""
+
+    BATCH = 1 << 20
+
+    def __init__(self) -> None:
+        self.keys = np.zeros(0, dtype=np.uint64)
+        self.pending: list[np.ndarray] = []
+        self.pending_size = 0
+
+    def add(self, slots: np.ndarray, addrs: np.ndarray, size: int) -> None:
+        a = addrs.astype(np.uint64)
+        tag = slots.astype(np.uint64) << np.uint64(48)
+        first, last = a >> np.uint64(5), (a + np.uint64(size - 1)) >> np.uint64(5)
+        for k in range(int((last - first).max()) + 1 if len(a) else 0):
+            sector = first + np.uint64(k)
+            self.pending.append(sector[sector <= last] | tag[sector <= last])
+            self.pending_size += len(self.pending[-1])
+        if self.pending_size > self.BATCH:
+            self.sectors()
+
+    def sectors(self) -> np.ndarray:
+        """Sorted distinct keys."""
+        if self.pending:
+            self.keys = np.unique(np.concatenate([self.keys, *self.pending]))
+            self.pending, self.pending_size = [], 0
+        return self.keys
 
 
 class Memory:
@@ -404,8 +440,10 @@ class Memory:
         size = data.shape[1]
         idx, off = self._locate(addrs, size, inst)
         span = np.arange(size)
-        for lane in range(len(addrs)):  # lane order: the highest lane wins, deterministically
-            self.buffers[idx[lane]][off[lane] + span] = data[lane]
+        # which lane wins when lanes store to the same bytes is undefined on the GPU too
+        for i in np.unique(idx):
+            sel = idx == i
+            self.buffers[i][(off[sel][:, None] + span).reshape(-1)] = data[sel].reshape(-1)
 
 
 def _flat_read(mem: np.ndarray, off: np.ndarray, size: int, what: str, inst: Instruction) -> np.ndarray:
@@ -420,39 +458,56 @@ def _flat_write(mem: np.ndarray, off: np.ndarray, data: np.ndarray, what: str, i
     size = data.shape[1]
     if (off < 0).any() or (off + size > len(mem)).any():
         raise MemoryFault(f"line {inst.line}: {inst.text!r}: {what} access out of bounds ({len(mem)} bytes)")
-    span = np.arange(size)
-    for lane in range(len(off)):
-        mem[off[lane] + span] = data[lane]
+    mem[(off[:, None] + np.arange(size)).reshape(-1)] = data.reshape(-1)
 
 
-def _sectors(addrs: np.ndarray, size: int) -> int:
+def _local_sectors(lanes: np.ndarray, size: int) -> int:
+    """Local memory is lane-interleaved: a warp's access of `size` bytes per lane covers
+    ceil(active lanes x size / 32) sectors."""
+    per_warp = np.bincount(lanes >> 5)
+    return int((-(-per_warp[per_warp > 0] * size // 32)).sum())
+
+
+def _warp_count(lanes: np.ndarray) -> int:
+    """Warps that hold at least one of these (ascending) lane indices of a lane group."""
+    if len(lanes) == 0:
+        return 0
+    w = lanes >> 5
+    return 1 + int(np.count_nonzero(w[1:] != w[:-1]))
+
+
+def _sectors(addrs: np.ndarray, size: int, lanes: np.ndarray) -> int:
+    """Distinct 32-byte sectors each warp touches, summed over the warps (the lanes' warp
+    index tags the sector number, so one np.unique counts every warp at once)."""
     a = addrs.astype(np.uint64)
-    first = a // np.uint64(32)
-    last = (a + np.uint64(size - 1)) // np.uint64(32)
-    if np.array_equal(first, last):
-        return len(np.unique(first))
-    return len(np.unique(np.concatenate([np.arange(f, l + 1, dtype=np.uint64) for f, l in zip(first, last)])))
+    first = a >> np.uint64(5)
+    last = (a + np.uint64(size - 1)) >> np.uint64(5)
+    tag = (lanes.astype(np.uint64) >> np.uint64(5)) << np.uint64(44)
+    keys = first | tag
+    span = int((last - first).max()) if len(a) else 0
+    if span:
+        more = [(first + np.uint64(k)) | tag for k in range(1, span + 1)]
+        keys = np.concatenate([keys] + [m[first + np.uint64(k) <= last] for k, m in enumerate(more, 1)])
+    return len(np.unique(keys))
 
 
-def _wavefronts(offs: np.ndarray, size: int, lanes: np.ndarray | None = None) -> tuple[int, int]:
-    """(wavefronts, ideal wavefronts) of one shared access by the active lanes: the maximum
-    over the 32 four-byte banks of the distinct words touched (a word read by several lanes
-    is a broadcast). 128-bit accesses are served per half-warp (lanes 0-15, 16-31), each half
-    at least one wavefront: this reproduces Nsight Compute on the zoo (4 per contiguous
-    LDS.128 in smem_bandwidth, 3 on average for sgemm_tiled's broadcast/contiguous pairs)."""
-    if size == 16 and lanes is not None:
-        low = lanes < 16
-        wf = ideal = 0
-        for half in (low, ~low):
-            if half.any():
-                a, b = _wavefronts(offs[half], size)
-                wf, ideal = wf + a, ideal + b
-        return wf, ideal
-    a = offs.astype(np.int64)
+def _wavefronts(offs: np.ndarray, size: int, lanes: np.ndarray) -> tuple[int, int]:
+    """(wavefronts, ideal wavefronts) of one shared access, summed over the warps: per warp,
+    the maximum over the 32 four-byte banks of the distinct words touched (a word read by
+    several lanes is a broadcast). 128-bit accesses are served per half-warp (lanes 0-15,
+    16-31), each half at least one wavefront: this reproduces Nsight Compute on the zoo (4 per
+    contiguous LDS.128 in smem_bandwidth, 3 on average for sgemm_tiled's broadcast/contiguous
+    pairs)."""
+    group = lanes.astype(np.int64) >> (4 if size == 16 else 5)
     nwords = max(1, size // 4)
-    words = np.unique((a[:, None] // 4 + np.arange(nwords)).reshape(-1))
-    per_bank = np.bincount(words % 32, minlength=32)
-    return int(per_bank.max()), max(1, math.ceil(len(words) / 32))
+    words = (offs.astype(np.int64) // 4)[:, None] + np.arange(nwords)
+    keys = np.unique(((group[:, None] << 32) + words).reshape(-1))  # distinct (group, word), sorted
+    g = keys >> 32
+    index = np.concatenate([[0], np.cumsum(g[1:] != g[:-1])])
+    ngroups = int(index[-1]) + 1
+    per_bank = np.bincount(index * 32 + (keys & 31), minlength=ngroups * 32).reshape(ngroups, 32)
+    words_per_group = np.bincount(index, minlength=ngroups)
+    return int(per_bank.max(axis=1).sum()), int(np.maximum(1, -(-words_per_group // 32)).sum())
 
 
 # --------------------------------------------------------------------------- interpreter
@@ -503,7 +558,14 @@ class Interpreter:
         self.counters = Counters(np.zeros(len(kernel.instructions), np.int64), np.zeros(len(kernel.instructions), np.int64))
         self.approximations: set[str] = set()
         self._tensor_names: dict[int, str] = {}
-        self.ops = [self._decode(i, inst) for i, inst in enumerate(kernel.instructions)]
+        self.L = 0
+        self._decode_for(WARP)  # decoding checks every instruction before anything runs
+
+    def _decode_for(self, lanes: int) -> None:
+        """Build the per-instruction closures for a group of `lanes` lanes."""
+        if lanes != self.L:
+            self.L = lanes
+            self.ops = [self._decode(i, inst) for i, inst in enumerate(self.kernel.instructions)]
 
     # ---------------------------------------------------------------- arguments
     def _param_bytes(self, args) -> bytearray:
@@ -542,7 +604,7 @@ class Interpreter:
     # ---------------------------------------------------------------- operands
     def _reader(self, op, t: str, inst: Instruction):
         if isinstance(op, Imm):
-            arr = _imm_array(op, t)
+            arr = _imm_array(op, t, self.L)
             return lambda w, b: arr
         if isinstance(op, Reg):
             name = op.name
@@ -559,11 +621,11 @@ class Interpreter:
             return lambda w, b: _as(w.regs[name], t)
         if isinstance(op, Sym):
             if op.name in self.symbols:
-                arr = np.full(WARP, self.symbols[op.name], dtype=np.uint64)
+                arr = np.full(self.L, self.symbols[op.name], dtype=np.uint64)
                 return lambda w, b: _as(arr, t)
             for table in (self.local_offsets, self.const_symbols, self.global_symbols):
                 if op.name in table:
-                    arr = np.full(WARP, table[op.name], dtype=np.uint64)
+                    arr = np.full(self.L, table[op.name], dtype=np.uint64)
                     return lambda w, b: _as(arr, t)
             raise UnsupportedInstruction(inst, f"symbol operand {op.name}")
         raise UnsupportedInstruction(inst, f"operand {op}")
@@ -575,26 +637,26 @@ class Interpreter:
             return lambda w, b: _as(w.tid[axis].astype(np.uint64), t)
         consts = {"%ntid": self.block, "%nctaid": self.grid}
         if base in consts and axis is not None:
-            arr = np.full(WARP, consts[base][axis], dtype=np.uint64)
+            arr = np.full(self.L, consts[base][axis], dtype=np.uint64)
             return lambda w, b: _as(arr, t)
         if base == "%ctaid" and axis is not None:
-            return lambda w, b: _as(np.full(WARP, b.ctaid[axis], dtype=np.uint64), t)
+            return lambda w, b: _as(b.ctaid[axis], t)
         if name == "%laneid":
             return lambda w, b: _as(w.laneid.astype(np.uint64), t)
         if name == "%warpid":
-            return lambda w, b: _as(np.full(WARP, w.warpid, dtype=np.uint64), t)
+            return lambda w, b: _as(w.warpid, t)
         if name == "%nwarpid":
-            return lambda w, b: _as(np.full(WARP, self.nwarps, dtype=np.uint64), t)
+            return lambda w, b: _as(np.full(self.L, self.nwarps, dtype=np.uint64), t)
         if name in ("%smid", "%gridid"):
-            return lambda w, b: _as(np.zeros(WARP, dtype=np.uint64), t)
+            return lambda w, b: _as(np.zeros(self.L, dtype=np.uint64), t)
         if name in ("%clock", "%clock64", "%globaltimer"):
             self.approximations.add(f"{name} reads the warp's interpreted step count, not a clock")
-            return lambda w, b: _as(np.full(WARP, w.steps, dtype=np.uint64), t)
+            return lambda w, b: _as(np.full(self.L, w.steps, dtype=np.uint64), t)
         if name in ("%dynamic_smem_size", "%total_smem_size"):
             v = self.dynamic_shared_bytes if name == "%dynamic_smem_size" else self.shared_bytes
-            return lambda w, b: _as(np.full(WARP, v, dtype=np.uint64), t)
+            return lambda w, b: _as(np.full(self.L, v, dtype=np.uint64), t)
         if name.startswith("%lanemask_"):
-            lane = np.arange(WARP, dtype=np.uint64)
+            lane = np.arange(self.L, dtype=np.uint64) & np.uint64(WARP - 1)
             one = np.uint64(1)
             masks = {"eq": one << lane, "lt": (one << lane) - one, "le": (one << (lane + one)) - one}
             masks["gt"] = ~masks["le"] & np.uint64(0xFFFFFFFF)
@@ -995,7 +1057,7 @@ class Interpreter:
             pw = _bits(pt)
 
             def pack(w, b, mask):
-                v = np.zeros(WARP, dtype=np.uint64)
+                v = np.zeros(self.L, dtype=np.uint64)
                 for k, r in enumerate(readers):
                     v |= r(w, b).view(_UNSIGNED[pw]).astype(np.uint64) << np.uint64(k * pw)
                 write(w, _as(v, t), mask)
@@ -1135,9 +1197,9 @@ class Interpreter:
             raise UnsupportedInstruction(inst, "named barrier other than 0")
 
         def bar(w, b, mask):
-            w.at_barrier = True
-            w.barrier_mask = mask.copy()
-            return "barrier"
+            # Lock-step min-PC scheduling of the whole group already makes every live lane of
+            # the block arrive here before any lane goes on (see the module docstring).
+            self.counters.barriers += _warp_count(np.nonzero(mask)[0])
         return bar
 
     _op_barrier = _op_bar
@@ -1158,7 +1220,9 @@ class Interpreter:
         wd = self._writer(dsts[0], "b32", inst)
         wp = self._writer(dsts[1], "pred", inst) if len(dsts) > 1 else None
         ra, rb, rc = (self._reader(o, "b32", inst) for o in inst.operands[1:4])
-        lane = np.arange(WARP, dtype=np.int64)
+        group_lane = np.arange(self.L, dtype=np.int64)
+        lane = group_lane & (WARP - 1)
+        warp_base = group_lane - lane
 
         def shfl(w, b, mask):
             a = ra(w, b)
@@ -1180,7 +1244,7 @@ class Interpreter:
                 j = min_lane | (bval & ~segmask)
                 ok = j <= max_lane
             j = np.where(ok, j, lane)
-            wd(w, a[j], mask)
+            wd(w, a[warp_base + j], mask)
             if wp is not None:
                 wp(w, ok, mask)
         return shfl
@@ -1193,11 +1257,8 @@ class Interpreter:
         if mode == "ballot":
             wd = self._writer(inst.operands[0], "b32", inst)
             rp = self._reader(inst.operands[1], "pred", inst)
-            weights = (np.uint64(1) << np.arange(WARP, dtype=np.uint64))
-
             def ballot(w, b, mask):
-                p = rp(w, b) & mask
-                wd(w, np.full(WARP, int((weights * p).sum()), dtype=np.uint32), mask)
+                wd(w, self._per_warp_mask(rp(w, b) & mask), mask)
             return ballot
         wd = self._writer(inst.operands[0], "pred", inst)
         src = inst.operands[1]
@@ -1208,15 +1269,20 @@ class Interpreter:
             p = rp(w, b)
             if neg:
                 p = ~p
-            p = p[mask]
-            r = p.all() if mode == "all" else p.any() if mode == "any" else (p.all() or not p.any())
-            wd(w, np.full(WARP, bool(r)), mask)
+            on = (p & mask).reshape(-1, WARP)
+            off = (~p & mask).reshape(-1, WARP)
+            r = ~off.any(axis=1) if mode == "all" else on.any(axis=1) if mode == "any" else ~(on.any(axis=1) & off.any(axis=1))
+            wd(w, np.repeat(r, WARP), mask)
         return vote
 
     def _op_activemask(self, inst, index, unknown):
         wd = self._writer(inst.operands[0], "b32", inst)
-        weights = (np.uint64(1) << np.arange(WARP, dtype=np.uint64))
-        return lambda w, b, mask: wd(w, np.full(WARP, int((weights * mask).sum()), dtype=np.uint32), mask)
+        return lambda w, b, mask: wd(w, self._per_warp_mask(mask), mask)
+
+    def _per_warp_mask(self, bits: np.ndarray) -> np.ndarray:
+        """Each warp's 32 lane booleans as a 32-bit mask, repeated on the warp's lanes."""
+        weights = np.uint64(1) << np.arange(WARP, dtype=np.uint64)
+        return np.repeat((bits.reshape(-1, WARP) * weights).sum(axis=1).astype(np.uint32), WARP)
 
     def _op_mma(self, inst, index, unknown):
         self.approximations.add("mma.sync is counted, not computed: its destination registers are set to 0")
@@ -1224,7 +1290,7 @@ class Interpreter:
         t = [m for m in inst.mods if m in _TYPES]
         dt = t[0] if t else "f32"
         writers = [self._writer(o, dt, inst) for o in (dst.items if isinstance(dst, Vec) else [dst])]
-        zero = np.zeros(WARP, dtype=_DTYPE[dt])
+        zero = np.zeros(self.L, dtype=_DTYPE[dt])
         shape = next((m for m in inst.mods if m.startswith("m") and "n" in m and "k" in m), "")
         nums = [int(x) for x in re.findall(r"\d+", shape)]
         self._tensor_names[index] = "HMMA." + "".join(str(x) for x in nums) + ("." + dt.upper() if dt else "")
@@ -1250,7 +1316,7 @@ class Interpreter:
             raise UnsupportedInstruction(inst, "address operand")
         off = np.uint64(op.offset & (2**64 - 1))
         if op.base is None:
-            return lambda w, b: np.full(WARP, off, dtype=np.uint64)
+            return lambda w, b: np.full(self.L, off, dtype=np.uint64)
         if isinstance(op.base, Reg):
             name = op.base.name
             if name not in self.kernel.regs:
@@ -1262,21 +1328,21 @@ class Interpreter:
                 p = self.kernel.param(sym)
             except KeyError:
                 raise UnsupportedInstruction(inst, f"unknown parameter {sym}") from None
-            arr = np.full(WARP, p.offset + op.offset, dtype=np.uint64)
+            arr = np.full(self.L, p.offset + op.offset, dtype=np.uint64)
             return lambda w, b: arr
         if sym in self.symbols:
             base = self.symbols[sym] + (SHARED_WINDOW if space == "generic" else 0)
-            arr = np.full(WARP, base + op.offset, dtype=np.uint64)
+            arr = np.full(self.L, base + op.offset, dtype=np.uint64)
             return lambda w, b: arr
         if sym in self.local_offsets:
             base = self.local_offsets[sym] + (LOCAL_WINDOW if space == "generic" else 0)
-            arr = np.full(WARP, base + op.offset, dtype=np.uint64)
+            arr = np.full(self.L, base + op.offset, dtype=np.uint64)
             return lambda w, b: arr
         if sym in self.const_symbols and space == "const":
-            arr = np.full(WARP, self.const_symbols[sym] + op.offset, dtype=np.uint64)
+            arr = np.full(self.L, self.const_symbols[sym] + op.offset, dtype=np.uint64)
             return lambda w, b: arr
         if sym in self.global_symbols and space in ("global", "generic"):
-            arr = np.full(WARP, self.global_symbols[sym] + op.offset, dtype=np.uint64)
+            arr = np.full(self.L, self.global_symbols[sym] + op.offset, dtype=np.uint64)
             return lambda w, b: arr
         raise UnsupportedInstruction(inst, f"address of {sym}")
 
@@ -1300,17 +1366,16 @@ class Interpreter:
         c = self.counters
         if space == "global":
             data = self.memory.read(addrs, size, inst)
-            c.global_load_requests += 1
-            c.global_load_sectors += _sectors(addrs, size)
+            self._count_global(c, "load_l2" if _L1_BYPASS.intersection(inst.mods) else "load", b, addrs, size, lanes)
         elif space == "shared":
-            data = _flat_read(b.shared, addrs, size, "shared", inst)
+            data = _flat_read(b.shared, self._shared_offsets(b, addrs, lanes, size, inst), size, "shared", inst)
             wf, ideal = _wavefronts(addrs, size, lanes)
-            c.shared_load_requests += 1
+            c.shared_load_requests += _warp_count(lanes)
             c.shared_load_wavefronts += wf
             c.shared_ideal_wavefronts += ideal
         elif space == "local":
             data = self._local_read(w, addrs, lanes, size, inst)
-            c.local_load_sectors += math.ceil(len(lanes) * size / 32)
+            c.local_load_sectors += _local_sectors(lanes, size)
         elif space == "const":
             data = _flat_read(self.const_bank, addrs, size, "constant", inst)
         elif space == "param":
@@ -1322,6 +1387,29 @@ class Interpreter:
         else:
             raise UnsupportedInstruction(inst, f"{space} state space")
         return data
+
+    @staticmethod
+    def _count_global(c: Counters, kind: str, b: BlockContext, addrs: np.ndarray, size: int, lanes: np.ndarray) -> None:
+        """Requests (warps), sectors per warp, bytes asked for and the blocks' footprints."""
+        warps, sectors = _warp_count(lanes), _sectors(addrs, size, lanes)
+        if kind.startswith("load"):
+            c.global_load_requests += warps
+            c.global_load_sectors += sectors
+            if kind == "load_l2":
+                c.global_load_sectors_l1_bypass += sectors
+            c.global_load_bytes += len(lanes) * size
+        else:
+            c.global_store_requests += warps
+            c.global_store_sectors += sectors
+            c.global_store_bytes += len(lanes) * size
+        c.footprint.setdefault(kind, Footprint()).add(b.slot[lanes], addrs, size)
+
+    def _shared_offsets(self, b, offs, lanes, size, inst) -> np.ndarray:
+        """Block-relative shared offsets -> offsets in the group's shared slabs."""
+        o = offs.astype(np.int64)
+        if (o < 0).any() or (o + size > self.shared_bytes).any():
+            raise MemoryFault(f"line {inst.line}: {inst.text!r}: shared access out of bounds ({self.shared_bytes} bytes)")
+        return b.shared_base[lanes] + o
 
     def _local_read(self, w, offs, lanes, size, inst):
         if w.local is None or (offs.astype(np.int64) + size > w.local.shape[1]).any():
@@ -1352,11 +1440,11 @@ class Interpreter:
             if len(lanes) == 0:
                 return
             a = addr(w, b)[lanes]
-            full = np.zeros((WARP, size * n), dtype=np.uint8)
+            full = np.zeros((self.L, size * n), dtype=np.uint8)
             for sp, sub, rel in self._classify(a, space):
                 sel = lanes if sub is None else lanes[sub]
                 full[sel] = self._load_bytes(w, b, sp, rel, sel, size * n, inst)
-            vals = np.ascontiguousarray(full).view(dtype).reshape(WARP, n)
+            vals = np.ascontiguousarray(full).view(dtype).reshape(self.L, n)
             for k, wr in enumerate(writers):
                 wr(w, vals[:, k], mask)
         return ld
@@ -1380,24 +1468,23 @@ class Interpreter:
             if len(lanes) == 0:
                 return
             vals = np.stack([r(w, b).astype(dtype, copy=False) for r in readers], axis=1)
-            data = np.ascontiguousarray(vals).view(np.uint8).reshape(WARP, size * n)
+            data = np.ascontiguousarray(vals).view(np.uint8).reshape(self.L, size * n)
             a = addr(w, b)[lanes]
             for sp, sub, rel in self._classify(a, space):
                 sel = lanes if sub is None else lanes[sub]
                 d = data[sel]
                 if sp == "global":
                     self.memory.write(rel, d, inst)
-                    c.global_store_requests += 1
-                    c.global_store_sectors += _sectors(rel, size * n)
+                    self._count_global(c, "store", b, rel, size * n, sel)
                 elif sp == "shared":
-                    _flat_write(b.shared, rel, d, "shared", inst)
+                    _flat_write(b.shared, self._shared_offsets(b, rel, sel, size * n, inst), d, "shared", inst)
                     wf, ideal = _wavefronts(rel, size * n, sel)
-                    c.shared_store_requests += 1
+                    c.shared_store_requests += _warp_count(sel)
                     c.shared_store_wavefronts += wf
                     c.shared_ideal_wavefronts += ideal
                 else:
                     self._local_write(w, rel, sel, d, inst)
-                    c.local_store_sectors += math.ceil(len(sel) * size * n / 32)
+                    c.local_store_sectors += _local_sectors(sel, size * n)
         return st
 
     def _op_atom(self, inst, index, unknown, reduction=False):
@@ -1447,18 +1534,21 @@ class Interpreter:
             a = addr(w, b)[lanes]
             bv = rb(w, b)
             cv = rc(w, b) if rc is not None else None
-            result = np.zeros(WARP, dtype=dtype)
+            result = np.zeros(self.L, dtype=dtype)
             for sp, sub, rel in self._classify(a, space):
                 sel = lanes if sub is None else lanes[sub]
                 if sp == "global":
-                    c.global_atomic_instructions += 1
+                    c.global_atomic_instructions += _warp_count(sel)
                     c.l2_sectors_atomic += len(sel)
-                    for x in rel.tolist():
-                        c.atomics_per_address[x] = c.atomics_per_address.get(x, 0) + 1
+                    addresses, hits = np.unique(rel, return_counts=True)
+                    for x, k in zip(addresses.tolist(), hits.tolist()):
+                        c.atomics_per_address[x] = c.atomics_per_address.get(x, 0) + k
                 elif sp == "shared":
-                    c.shared_atomic_instructions += 1
+                    c.shared_atomic_instructions += _warp_count(sel)
                 else:
                     raise UnsupportedInstruction(inst, "local atomic")
+                if sp == "shared":
+                    rel = self._shared_offsets(b, rel, sel, size, inst)
                 for lane, ad in zip(sel.tolist(), rel.tolist()):
                     one = np.array([ad], dtype=np.uint64)
                     if sp == "global":
@@ -1506,11 +1596,10 @@ class Interpreter:
                 keep = src_size(w, b)[lanes].astype(np.int64)
                 data[np.arange(size)[None, :] >= keep[:, None]] = 0
             dst = dst_addr(w, b)[lanes]
-            _flat_write(b.shared, dst, data, "shared", inst)
-            c.global_load_requests += 1
-            c.global_load_sectors += _sectors(src, size)
+            _flat_write(b.shared, self._shared_offsets(b, dst, lanes, size, inst), data, "shared", inst)
+            self._count_global(c, "load", b, src, size, lanes)
             wf, ideal = _wavefronts(dst, size, lanes)
-            c.shared_store_requests += 1
+            c.shared_store_requests += _warp_count(lanes)
             c.shared_store_wavefronts += wf
             c.shared_ideal_wavefronts += ideal
         return cp
@@ -1519,22 +1608,32 @@ class Interpreter:
         return self._op_atom(inst, index, unknown, reduction=True)
 
     # ---------------------------------------------------------------- execution
-    def _new_warp(self, warp_index: int) -> WarpState:
+    def _new_group(self, blocks: list[tuple[int, int, int]], warps: list[int]) -> tuple[LaneGroup, BlockContext]:
+        """Lanes of the listed warps of every listed block, block after block."""
+        self._decode_for(len(blocks) * len(warps) * WARP)
         bx, by, _ = self.block
-        linear = warp_index * WARP + np.arange(WARP)
-        valid = linear < self.threads
+        linear = np.concatenate([w * WARP + np.arange(WARP) for w in warps] * len(blocks))
+        slot = np.repeat(np.arange(len(blocks)), len(warps) * WARP)
         tid = (linear % bx, (linear // bx) % by, linear // (bx * by))
         regs = {}
         for name, typ in self.kernel.regs.items():
-            regs[name] = np.zeros(WARP, dtype=bool) if typ == "pred" else np.zeros(WARP, dtype=_UNSIGNED[max(8, TYPE_BITS[typ])])
-        pc = np.where(valid, 0, EXITED).astype(np.int64)
-        local = np.zeros((WARP, self.local_bytes), dtype=np.uint8) if self.local_bytes else None
-        return WarpState(regs, pc, tuple(x.astype(np.uint32) for x in tid), np.arange(WARP, dtype=np.uint32), warp_index, local)
+            regs[name] = np.zeros(self.L, dtype=bool) if typ == "pred" else np.zeros(self.L, dtype=_UNSIGNED[max(8, TYPE_BITS[typ])])
+        pc = np.where(linear < self.threads, 0, EXITED).astype(np.int64)
+        local = np.zeros((self.L, self.local_bytes), dtype=np.uint8) if self.local_bytes else None
+        group = LaneGroup(regs, pc, tuple(x.astype(np.uint32) for x in tid), (linear & (WARP - 1)).astype(np.uint32),
+                          (linear // WARP).astype(np.uint64), local)
+        ctaid = tuple(np.array([c[axis] for c in blocks], dtype=np.uint64)[slot] for axis in range(3))
+        context = BlockContext(ctaid, np.zeros(len(blocks) * self.shared_bytes, dtype=np.uint8), slot * self.shared_bytes, slot)
+        return group, context
 
-    def _run_warp(self, w: WarpState, b: BlockContext) -> None:
-        """Run one warp until it exits or waits at a barrier. While all live lanes share one
-        PC (the common case) the PC is a Python int and the per-lane array is only written
-        back at control flow, which keeps the per-instruction cost low."""
+    def _live_warps(self, live: np.ndarray) -> int:
+        return int(np.count_nonzero(live.reshape(-1, WARP).any(axis=1)))
+
+    def _run_group(self, w: LaneGroup, b: BlockContext) -> None:
+        """Run the group until every lane exits. While all live lanes share one PC (the common
+        case) the PC is a Python int and the per-lane array is only written back at control
+        flow, which keeps the per-instruction cost low. Each step is one warp instruction for
+        every warp with a lane at that PC."""
         insts = self.kernel.instructions
         ops = self.ops
         inst_by_pc, threads_by_pc = self.counters.inst_by_pc, self.counters.threads_by_pc
@@ -1542,29 +1641,28 @@ class Interpreter:
         pc = w.pc
         live = pc < EXITED
         if not live.any():
-            w.done = True
             return
         p = int(pc[live].min())
         uniform = bool((pc[live] == p).all())
-        nlive = int(np.count_nonzero(live))
+        nlive, nwarps = int(np.count_nonzero(live)), self._live_warps(live)
         steps, limit = w.steps, self.max_steps
         try:
             while True:
                 if uniform:
                     active = live
+                    inst_by_pc[p] += nwarps
                 else:
                     p = int(pc.min())
                     if p >= EXITED:
-                        w.done = True
                         return
                     active = pc == p
+                    inst_by_pc[p] += self._live_warps(active)
                 if p >= n:
                     raise InterpreterError(f"{self.kernel.name}: execution ran past the last instruction")
                 steps += 1
                 if steps > limit:
                     raise InterpreterError(f"{self.kernel.name}: more than {limit} instructions in one warp (endless loop?)")
                 inst = insts[p]
-                inst_by_pc[p] += 1
                 if inst.guard is not None:
                     g = w.regs[inst.guard]
                     mask = active & (~g if inst.guard_negated else g)
@@ -1572,8 +1670,7 @@ class Interpreter:
                 else:
                     mask = active
                     threads_by_pc[p] += nlive if uniform else int(np.count_nonzero(mask))
-                handled = ops[p](w, b, mask)
-                if not handled:
+                if not ops[p](w, b, mask):
                     if uniform:
                         p += 1
                     else:
@@ -1584,42 +1681,30 @@ class Interpreter:
                     pc[live & ~mask] = p + 1
                 else:
                     pc[active & ~mask] += 1
-                if handled == "barrier":
-                    if uniform:
-                        pc[mask] = p
-                    return
                 live = pc < EXITED
                 if not live.any():
-                    w.done = True
                     return
-                nlive = int(np.count_nonzero(live))
+                nlive, nwarps = int(np.count_nonzero(live)), self._live_warps(live)
                 p = int(pc[live].min())
                 uniform = bool((pc[live] == p).all())
         finally:
             w.steps = steps
-            if uniform and not w.done and not w.at_barrier:
+            if uniform and live.any():
                 pc[live] = p
 
-    def run_block(self, ctaid: tuple[int, int, int], warps: list[int] | None = None) -> None:
-        """Run one block (all its warps, or the listed ones when the kernel has no barrier)."""
-        b = BlockContext(ctaid, np.zeros(self.shared_bytes, dtype=np.uint8))
-        states = [self._new_warp(i) for i in (range(self.nwarps) if warps is None else warps)]
+    def run(self, blocks: list[tuple[int, int, int]], warps: list[int] | None = None) -> None:
+        """Run the listed blocks (all their warps, or the listed ones when the kernel has no
+        barrier) together as one lane group."""
+        group, context = self._new_group(list(blocks), list(range(self.nwarps)) if warps is None else list(warps))
         old = np.seterr(all="ignore")
         try:
-            while True:
-                for w in states:
-                    if not w.done and not w.at_barrier:
-                        self._run_warp(w, b)
-                waiting = [w for w in states if w.at_barrier]
-                if not waiting:
-                    break
-                self.counters.barriers += len(waiting)
-                for w in waiting:
-                    w.pc[w.barrier_mask] += 1
-                    w.at_barrier = False
-                    w.barrier_mask = None
+            self._run_group(group, context)
         finally:
             np.seterr(**old)
+
+    def run_block(self, ctaid: tuple[int, int, int], warps: list[int] | None = None) -> None:
+        """Run one block."""
+        self.run([ctaid], warps)
 
     # ---------------------------------------------------------------- results
     def totals(self) -> dict:
@@ -1664,6 +1749,9 @@ class Interpreter:
             "shared_store_requests": c.shared_store_requests,
             "shared_atomic_instructions": c.shared_atomic_instructions,
             "max_atomics_per_address": max(c.atomics_per_address.values(), default=0),
+            "global_load_bytes": c.global_load_bytes,
+            "global_load_sectors_l1_bypass": c.global_load_sectors_l1_bypass,
+            "global_store_bytes": c.global_store_bytes,
         }
 
 
@@ -1711,16 +1799,18 @@ def count_work(kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray]
     warps = None
     if independent and 0 < warps_per_block < interp.nwarps:
         warps = [lin for lin, _, _ in sample_blocks((interp.nwarps,), warps_per_block)]
-    for ctaid in blocks:
-        interp.run_block(ctaid, warps)
+    interp.run(blocks, warps)
     total_blocks = interp.grid[0] * interp.grid[1] * interp.grid[2]
     factor = total_blocks / len(blocks) * (interp.nwarps / len(warps) if warps else 1.0)
     totals = interp.totals()
     out = _scale(totals, factor)
-    out["max_atomics_per_address"] = totals["max_atomics_per_address"] * total_blocks / len(blocks)
     out["sampled_blocks"] = blocks
     out["sampled_warps"] = warps if warps is not None else list(range(interp.nwarps))
     out["scale"] = factor
+    out["grid_blocks"] = total_blocks
+    out["warp_scale"] = interp.nwarps / len(warps) if warps else 1.0
+    out["footprint"] = {kind: f.sectors() for kind, f in interp.counters.footprint.items()}  # per sampled block
+    out["buffer_bytes"] = [len(b) for b in interp.memory.buffers]
     out["approximations"] = sorted(interp.approximations)
     if warps:
         out["approximations"].append(f"{len(warps)} of {interp.nwarps} warps per block interpreted (no barrier, no shared memory)")

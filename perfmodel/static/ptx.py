@@ -233,6 +233,8 @@ def _statements(body: str, first_line: int):
         ch = body[i]
         if ch == "\n":
             line += 1
+            if cur and "".join(cur).lstrip().startswith((".loc", ".file")):  # line directives have no ';'
+                cur, cur_line = [], None
         if ch in "{}" and not "".join(cur).strip():
             i += 1
             continue

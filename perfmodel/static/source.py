@@ -1,0 +1,209 @@
+"""Predict from CUDA source with no GPU: compile, discover (or take) the launches, interpret
+a sample of each launch's blocks and hand the counted work to the same model as a profile.
+
+    from perfmodel.static.source import static_kernels
+    for k in static_kernels("prog.cu", "h100"):
+        print(k.launch.name, k.features.counts["global_load_sectors"], k.seconds)
+
+AMD targets are counted on the H100 build (sm_90a) and retargeted by the model like an H100
+profile would be (perfmodel/retarget.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from keet.errors import KeetError
+from perfmodel import occupancy
+from perfmodel.features import KernelFeatures
+from perfmodel.hardware import GPU, gpu
+from perfmodel.static import traffic
+from perfmodel.static.compile import ARCHS, Compiled, compile_cu
+from perfmodel.static.interpreter import (
+    GLOBAL_BASE,
+    GLOBAL_STRIDE,
+    InterpreterError,
+    Memory,
+    Pointer,
+    count_work,
+)
+from perfmodel.static.launch_spec import launch_from_spec
+from perfmodel.static.launches import Launch, discover_launches
+from perfmodel.static.ptx import parse
+
+# Lanes interpreted together: enough blocks to represent the grid, few enough to stay fast.
+MAX_SAMPLED_LANES = 4096
+MIN_SAMPLED_BLOCKS, MAX_SAMPLED_BLOCKS = 3, 8
+COUNTING_GPU = "h100"  # whose build is interpreted for targets without a CUDA architecture
+
+
+class StaticError(KeetError):
+    """A launch could not be interpreted (unsupported PTX, a fault, missing data)."""
+
+
+@dataclass
+class StaticKernel:
+    launch: Launch
+    compiled: Compiled
+    features: KernelFeatures
+    work: dict  # count_work's result (whole grid)
+    traffic: traffic.Traffic
+    written_buffers: set[int] = field(default_factory=set)
+    approximations: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # time spent interpreting
+
+    def summary(self) -> dict:
+        """The counted features and how they were obtained, for --explain and JSON."""
+        w = self.work
+        return {
+            "kernel": self.launch.name, "grid": list(self.launch.grid), "block": list(self.launch.block),
+            "dynamic_shared_bytes": self.launch.dynamic_shared_bytes, "launches": self.launch.count,
+            "registers_per_thread": self.features.registers_per_thread, "shared_bytes_per_block": self.features.shared_bytes_per_block,
+            "counts": self.features.counts, "warp_instructions_by_pipe": self.features.warp_instructions_by_pipe,
+            "flops": self.features.flops, "barriers": self.features.barriers, "tensor_instructions": self.features.tensor_instructions,
+            "l1_hit_rate": self.traffic.l1_hit_rate, "footprint_read_bytes": self.traffic.footprint_read_bytes,
+            "footprint_write_bytes": self.traffic.footprint_write_bytes,
+            "sampled_blocks": [list(b) for b in w["sampled_blocks"]], "sampled_warps_per_block": len(w["sampled_warps"]),
+            "scale": w["scale"], "approximations": self.approximations, "interpret_seconds": round(self.seconds, 3),
+        }
+
+
+def sample_size(grid_blocks: int, threads_per_block: int) -> int:
+    """Blocks to interpret: 3 to 8, as many as fit MAX_SAMPLED_LANES (all when the grid is smaller)."""
+    warps = -(-threads_per_block // 32)
+    fit = MAX_SAMPLED_LANES // (warps * 32)
+    return min(grid_blocks, max(MIN_SAMPLED_BLOCKS, min(MAX_SAMPLED_BLOCKS, fit)))
+
+
+def _inputs(launch: Launch) -> tuple[Memory, list, list[int], list[str]]:
+    """Interpreter memory (with the buffer id of each of its buffers) and arguments for a
+    recorded launch: each buffer as the host wrote it, pointer arguments (also those inside
+    structs) rewritten to the interpreter's addresses."""
+    notes: list[str] = []
+    arrays: dict[str, np.ndarray] = {}
+    for buf in launch.buffers.values():
+        data = buf.read()
+        if data is None:
+            notes.append(f"buffer {buf.id} ({buf.size} bytes) was not saved ({buf.reason}): read as zeros")
+            data = np.zeros(buf.size, np.uint8)
+        elif buf.content == "uninitialized":
+            notes.append(f"buffer {buf.id} was never written by the host: read as zeros")
+        arrays[buf.name if buf.kind == "symbol" and buf.name else f"buffer{buf.id}"] = data.copy()
+    memory = Memory(arrays)
+    names = {buf.id: (buf.name if buf.kind == "symbol" and buf.name else f"buffer{buf.id}") for buf in launch.buffers.values()}
+    args: list = []
+    for arg in launch.args:
+        raw = bytearray(arg.raw)
+        for ptr in arg.pointers:
+            if ptr.buffer in names:
+                address = memory.address(Pointer(names[ptr.buffer], ptr.offset))
+                raw[ptr.at:ptr.at + 8] = address.to_bytes(8, "little")
+        args.append(bytes(raw))
+    return memory, args, list(launch.buffers), notes
+
+
+def _buffers_touched(keys: np.ndarray | None, ids: list[int]) -> set[int]:
+    """Buffer ids of footprint keys (block << 48 | sector)."""
+    if keys is None or not len(keys):
+        return set()
+    index = ((keys & np.uint64((1 << 48) - 1)) << np.uint64(5)) - np.uint64(GLOBAL_BASE)
+    return {ids[i] for i in np.unique(index // np.uint64(GLOBAL_STRIDE)).tolist() if i < len(ids)}
+
+
+def count_launch(compiled: Compiled, launch: Launch, target: GPU, *, earlier: dict[int, str] | None = None,
+                 sample: int | None = None) -> StaticKernel:
+    """Interpret one launch and turn its counts into the model's features for ``target``."""
+    start = time.perf_counter()
+    module = _module(compiled)
+    if launch.kernel not in module.kernels:
+        raise StaticError(f"{compiled.source}: no PTX for kernel {launch.name}")
+    resources = compiled.kernels.get(launch.kernel)
+    threads = launch.block[0] * launch.block[1] * launch.block[2]
+    blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    memory, args, ids, notes = _inputs(launch)
+    try:
+        work = count_work(module.kernels[launch.kernel], launch.grid, launch.block, args, memory,
+                          dynamic_shared_bytes=launch.dynamic_shared_bytes, sample=sample or sample_size(blocks, threads))
+    except InterpreterError as exc:
+        raise StaticError(f"{compiled.source}: {launch.name}: {exc}") from None
+    written = _buffers_touched(work["footprint"].get("store"), ids)
+    for buffer_id in sorted(_buffers_touched(work["footprint"].get("load"), ids) & set(earlier or {})):
+        notes.append(f"reads buffer {buffer_id}, which {earlier[buffer_id]} writes on the GPU before this launch: the "
+                     "interpreter reads what the host last wrote there instead")
+    shared = (resources.shared_bytes if resources else 0) + launch.dynamic_shared_bytes
+    registers = resources.registers if resources else None
+    occ = occupancy.for_gpu(target, threads, registers or 0, shared)
+    counts = dict(work["counts"])
+    moved = traffic.estimate(work["footprint"], sampled_blocks=len(work["sampled_blocks"]), grid_blocks=blocks, warp_scale=work["warp_scale"],
+                             buffer_bytes=work["buffer_bytes"], load_sectors=counts["global_load_sectors"],
+                             bypass_sectors=work["global_load_sectors_l1_bypass"],
+                             store_sectors=counts["global_store_sectors"], gpu=target, blocks_per_sm=occ.blocks_per_sm,
+                             shared_bytes_per_block=shared)
+    counts.update(l2_sectors_read=moved.l2_sectors_read, l2_sectors_write=moved.l2_sectors_write,
+                  dram_bytes_read=moved.dram_bytes_read, dram_bytes_write=moved.dram_bytes_write)
+    for kind in ("load", "store"):
+        if counts[f"global_{kind}_sectors"]:
+            counts[f"global_{kind}_bytes_per_sector"] = work[f"global_{kind}_bytes"] / counts[f"global_{kind}_sectors"]
+    if work["max_atomics_per_address"] > 1:
+        counts["l2_sectors_busiest_slice"] = work["max_atomics_per_address"]
+    features = KernelFeatures(
+        name=launch.name, grid_blocks=blocks, threads_per_block=threads, registers_per_thread=registers,
+        shared_bytes_per_block=shared, counts=counts, warp_instructions_by_pipe=work["warp_instructions_by_pipe"],
+        flops=work["flops"], barriers=work["barriers"], tensor_instructions=work["tensor_instructions"],
+        source_gpu=gpu(compiled.gpu_id).name, l2_bytes_of_source_gpu=int(gpu(compiled.gpu_id).value("l2_bytes") or 0) or None)
+    return StaticKernel(launch=launch, compiled=compiled, features=features, work=work, traffic=moved, written_buffers=written,
+                        approximations=notes + work["approximations"] + list(moved.notes), seconds=time.perf_counter() - start)
+
+
+_MODULES: dict[int, object] = {}
+
+
+def _module(compiled: Compiled):
+    key = id(compiled)
+    if key not in _MODULES:
+        _MODULES.clear()
+        _MODULES[key] = parse(compiled.ptx)
+    return _MODULES[key]
+
+
+def counting_gpu(target_id: str) -> str:
+    """The GPU whose build is interpreted: the target itself when it has a CUDA architecture."""
+    return target_id.lower() if target_id.lower() in ARCHS else COUNTING_GPU
+
+
+def launches_of(path: str | Path, compiled: Compiled, *, kernel: str | None = None, grid: str | None = None,
+                block: str | None = None, smem: str | None = None, args: tuple[str, ...] = (), buffers: tuple[str, ...] = (),
+                argv: tuple[str, ...] = ()) -> list[Launch]:
+    """The launches to predict: discovered by running the program's host code, or given by the
+    flags (which replace discovery when --grid and --block are both given, else override
+    values of the discovered launches of --kernel)."""
+    flags = {"kernel": kernel, "grid": grid, "block": block, "smem": smem, "args": args, "buffers": buffers}
+    if grid is not None and block is not None:
+        return [launch_from_spec(compiled, **flags)]
+    found = discover_launches(path, compiled.gpu_id, compiled=compiled, argv=argv)
+    if kernel is not None:
+        wanted = compiled.kernel(kernel).name
+        found = [launch for launch in found if launch.kernel == wanted]
+        if not found:
+            raise KeetError(f"{path}: the program never launches {kernel}")
+    if any(v for v in (grid, block, smem, args, buffers)):
+        found = [launch_from_spec(compiled, base=launch, **flags) for launch in found]
+    return found
+
+
+def static_kernels(path: str | Path, target_id: str, **launch_flags) -> list[StaticKernel]:
+    """Every launch of the program at PATH, counted for TARGET_ID (see launches_of for the flags)."""
+    target = gpu(target_id)
+    compiled = compile_cu(path, counting_gpu(target.id))
+    out: list[StaticKernel] = []
+    written: dict[int, str] = {}
+    for launch in launches_of(path, compiled, **launch_flags):
+        counted = count_launch(compiled, launch, target, earlier=written)
+        out.append(counted)
+        for buffer_id in counted.written_buffers:
+            written.setdefault(buffer_id, f"{launch.name} (launch {launch.seq})")
+    return out
