@@ -28,22 +28,45 @@ class CanonicalMetric:
     meaning: str
     ncu: tuple[Formula, ...]
     ncu_labels: tuple[str, ...]
+    amd: tuple[Formula, ...] = ()  # rocprof counter names / formulas, tried in order
+    amd_source: str = ""  # where the AMD formula comes from (rocprof-compute panel, rocprof docs)
+
+
+def _metric(entry: dict[str, Any]) -> CanonicalMetric:
+    return CanonicalMetric(
+        name=entry["name"],
+        unit=entry.get("unit", ""),
+        meaning=entry["meaning"],
+        ncu=tuple(entry.get("ncu", [])),
+        ncu_labels=tuple(entry.get("ncu_labels", [])),
+        amd=tuple(entry.get("amd", [])),
+        amd_source=entry.get("amd_source", ""),
+    )
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict[str, Any]:
+    return tomllib.loads(resources.files("keet.data").joinpath("canonical_metrics.toml").read_text())
 
 
 @lru_cache(maxsize=1)
 def vocabulary() -> tuple[CanonicalMetric, ...]:
-    """Every canonical metric, in the order of the data file."""
-    text = resources.files("keet.data").joinpath("canonical_metrics.toml").read_text()
-    return tuple(
-        CanonicalMetric(
-            name=entry["name"],
-            unit=entry.get("unit", ""),
-            meaning=entry["meaning"],
-            ncu=tuple(entry.get("ncu", [])),
-            ncu_labels=tuple(entry.get("ncu_labels", [])),
-        )
-        for entry in tomllib.loads(text)["metric"]
-    )
+    """Every cross-vendor canonical metric, in the order of the data file."""
+    return tuple(_metric(entry) for entry in _data()["metric"])
+
+
+@lru_cache(maxsize=1)
+def amd_only() -> tuple[CanonicalMetric, ...]:
+    """Metrics AMD GPUs have and NVIDIA ones have no counterpart of (VALU/SALU utilization, ...).
+
+    Named ``amd.*`` and kept apart from the cross-vendor vocabulary so that a canonical name
+    always means the same thing on both vendors.
+    """
+    return tuple(_metric(entry) for entry in _data().get("amd_metric", []))
+
+
+def all_metrics() -> tuple[CanonicalMetric, ...]:
+    return vocabulary() + amd_only()
 
 
 def _evaluate(formula: Formula, wide: Mapping[str, np.ndarray]) -> np.ndarray | float | None:
@@ -66,6 +89,16 @@ def _evaluate(formula: Formula, wide: Mapping[str, np.ndarray]) -> np.ndarray | 
         return total
     if any(v is None for v in values):
         return None
+    if op == "sum":  # a sum that needs every term (denominators: hit + miss)
+        total = values[0]
+        for value in values[1:]:
+            total = total + value
+        return total
+    if op == "-":
+        difference = values[0]
+        for value in values[1:]:
+            difference = difference - value
+        return difference
     if op == "*":
         product = values[0]
         for value in values[1:]:
@@ -91,8 +124,8 @@ def names_in(formula: Formula) -> set[str]:
 def referenced_names() -> frozenset[str]:
     """Every raw name or label some canonical metric reads."""
     names: set[str] = set()
-    for metric in vocabulary():
-        for formula in metric.ncu:
+    for metric in all_metrics():
+        for formula in (*metric.ncu, *metric.amd):
             names |= names_in(formula)
         names.update(metric.ncu_labels)
     return frozenset(names)
@@ -115,9 +148,10 @@ def derive_all(raw: Mapping[int, Mapping[str, tuple[float, str]]]) -> list[tuple
         column = [raw[k].get(name) for k in kernels]
         wide[name] = np.array([np.nan if cell is None else to_base(cell[0], cell[1])[0] for cell in column], dtype=float)
     found_rows: list[tuple[int, str, float, str]] = []
-    for metric in vocabulary():
+    for metric in all_metrics():
         found = np.full(len(kernels), np.nan)
-        for source in [*metric.ncu, *metric.ncu_labels]:
+        # Raw names differ by vendor, so one profile only ever matches one vendor's alternatives.
+        for source in [*metric.ncu, *metric.ncu_labels, *metric.amd]:
             value = _evaluate(source, wide)
             if value is not None:
                 found = np.where(np.isnan(found), value, found)
@@ -137,11 +171,12 @@ def _formula_text(formula: Formula) -> str:
     if isinstance(formula, str):
         return f"`{formula}`"
     op, *terms = formula
-    return "(" + f" {op} ".join(_formula_text(t) for t in terms) + ")"
+    symbol = "+" if op == "sum" else op
+    return "(" + f" {symbol} ".join(_formula_text(t) for t in terms) + ")"
 
 
 def markdown(metrics: Iterable[CanonicalMetric] | None = None) -> str:
-    """The canonical vocabulary as the docs/metrics.md table."""
+    """The canonical vocabulary as the docs/metrics.md tables."""
     lines = [
         "# Canonical metrics",
         "",
@@ -154,13 +189,39 @@ def markdown(metrics: Iterable[CanonicalMetric] | None = None) -> str:
         "exports, which carry display labels instead of metric names. Scaled units in CSV exports",
         "(Kbyte, usecond, Ghz, ...) use decimal prefixes and are converted to base units.",
         "",
-        "| canonical name | unit | meaning | Nsight Compute metric(s) | details-page label |",
-        "|---|---|---|---|---|",
+        "AMD alternatives read rocprof counter names (per-dispatch means; `X_sum` sums a counter over its",
+        "instances) and the launch facts every rocprof reader stores under rocprofv2 names (`Grid_Size`,",
+        "`Workgroup_Size`, `LDS_Per_Workgroup`, `Arch_VGPR`, `DurationNs`, ...), plus device constants",
+        "(`cu_per_gpu`, `num_xcd`, `max_waves_per_cu`) where sysinfo.csv or agent_info.csv gives them. In a",
+        "formula a `+` needs its first term and counts a missing later term as 0 (optional extras, such",
+        "as MI300's `TCC_BUBBLE_sum`); a `-`, `*`, `/` and a denominator sum need every term. Sources are",
+        "rocprof-compute's analysis panels (`src/rocprof_compute_soc/analysis_configs/<arch>/*.yaml`,",
+        "ROCm/rocprofiler-compute), read for their formulas, and the rocprof documentation.",
+        "",
+        "| canonical name | unit | meaning | Nsight Compute metric(s) | details-page label | AMD rocprof counter(s) |",
+        "|---|---|---|---|---|---|",
     ]
     for m in metrics or vocabulary():
         sources = "<br>or ".join(_formula_text(f) for f in m.ncu) or "—"
         labels = "<br>".join(m.ncu_labels) or "—"
-        lines.append(f"| `{m.name}` | {m.unit or '—'} | {m.meaning} | {sources} | {labels} |")
+        amd = "<br>or ".join(_formula_text(f) for f in m.amd) or "—"
+        if m.amd_source:
+            amd += f"<br>*source: {m.amd_source}*"
+        lines.append(f"| `{m.name}` | {m.unit or '—'} | {m.meaning} | {sources} | {labels} | {amd} |")
+    if metrics is None and amd_only():
+        lines += [
+            "",
+            "## AMD-only metrics",
+            "",
+            "Metrics of AMD GPUs that NVIDIA GPUs have no counterpart of; named `amd.*` so that a canonical",
+            "name always means the same thing on both vendors.",
+            "",
+            "| name | unit | meaning | AMD rocprof counter(s) | source |",
+            "|---|---|---|---|---|",
+        ]
+        for m in amd_only():
+            amd = "<br>or ".join(_formula_text(f) for f in m.amd) or "—"
+            lines.append(f"| `{m.name}` | {m.unit or '—'} | {m.meaning} | {amd} | {m.amd_source or '—'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -52,8 +52,14 @@ def _head(path: Path) -> bytes:
 
 
 def detect(path: str | Path) -> Reader:
-    """The reader for this file, chosen from its content."""
+    """The reader for this file, chosen from its content (or for a folder a reader recognises)."""
     path = Path(path)
+    if path.is_dir():
+        # Some profilers write a folder (a rocprof-compute workload): readers that read one say so.
+        for reader in READERS:
+            sniff_directory = getattr(reader, "sniff_directory", None)
+            if sniff_directory is not None and sniff_directory(path):
+                return reader
     head = _head(path)
     for reader in READERS:
         if reader.sniff(head):
@@ -75,6 +81,10 @@ def load_profile(path: str | Path, metrics: Collection[str] | None = None) -> Pr
 from keet.ingest import (
     ncu_csv,  # noqa: F401
     ncu_rep,  # noqa: F401
+    rocprof_compute,  # noqa: F401
+    rocprof_csv,  # noqa: F401
+    rocprof_db,  # noqa: F401
+    rocprof_json,  # noqa: F401
 )
 
 __all__ = ["READERS", "Reader", "detect", "load_profile", "register"]
