@@ -184,6 +184,33 @@ def test_unsupported_instruction_names_it():
         count_work(k2, (1,), (32,), [0], {})
 
 
+
+@pytest.mark.parametrize("inst", [
+    "add.rz.f64 %fd2, %fd1, %fd1",  # directed rounding of f64 arithmetic: not implemented
+    "div.rp.f64 %fd2, %fd1, %fd1",
+    "min.f16x2 %r2, %r1, %r1",  # packed halves: numpy on the raw bits would be wrong
+    "neg.bf16x2 %r2, %r1",
+    "setp.lt.bf16x2 %p1, %r1, %r1",
+    "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2}, {%r3}, {%f1, %f2, %f3, %f4}",
+    "wmma.load.c.sync.aligned.row.m16n16k16.global.f16 {%r1, %r2, %r3, %r0}, [%rd1], %r1",
+])
+def test_unimplemented_float_forms_raise(inst):
+    """Forms the interpreter does not compute must raise at decode time, never give wrong numbers."""
+    text = f"""
+.visible .entry k(.param .u64 p)
+{{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .f32 %f<5>;
+  .reg .b64 %rd<2>;
+  .reg .f64 %fd<3>;
+  {inst};
+  ret;
+}}
+"""
+    with pytest.raises(UnsupportedInstruction):
+        count_work(parse(text).kernels["k"], (1,), (32,), [0], {})
+
 def test_sample_blocks_cover_first_last_and_between():
     assert sample_blocks((10,), 3) == [(0, 0, 0), (5, 0, 0), (9, 0, 0)]
     assert sample_blocks((10,), 1) == [(0, 0, 0)]

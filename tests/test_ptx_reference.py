@@ -83,56 +83,12 @@ TOLERANCES: dict[tuple[str, str], Tolerance] = {
 
 # Launches the interpreter cannot run yet, or gets wrong in every op: strict xfails, so an
 # XPASS fails and each entry must be removed once the interpreter is fixed.
-XFAIL: dict[str, str] = {
-    "ref_bfind": "bfind (and bfind.shiftamt, which nvcc emits for __ffs/__ffsll) is not implemented",
-    "ref_funnelshift": "shf.l/shf.r .wrap/.clamp (__funnelshift_*; nvcc also emits shf.l.wrap for rotates) "
-                       "are not implemented",
-    "ref_fp32_directed": "the .rz/.rm/.rp modifiers of add/mul/div/sqrt/fma.f32 are ignored: every op rounds "
-                         "to nearest",
-    "ref_fp_round": "cvt.rmi/.rpi/.rzi/.rni to a float type (floorf, ceilf, truncf, rintf, roundf and the f64 "
-                    "versions) return the input unchanged: the integer-rounding modifier is ignored",
-    "ref_fp32_fma": "fma.rn.f32 is float64(a) * b + c rounded to f32: two roundings (to f64, then f32), wrong "
-                    "when a*b + c is within 2^-29 of a halfway point (threads 80, 87, 94, 119)",
-    "ref_fp64_fma": "fma.rn.f64 is computed as a*b + c with two roundings (listed in approximations): low "
-                    "product bits are lost, and an underflowing product gives +0 instead of -0 (thread 19)",
-    "ref_f16": "fma.rn.f16 is not implemented (and nvcc emits it for __hfma)",
-    "ref_f16x2": "cvt.rn.f16x2.f32 is not implemented; beyond it, add/sub/mul.f16x2 would be integer "
-                 "arithmetic on the packed bits (add.rn.f16x2 of 1.0|1.0 gives 0x78007800, not 0x40004000)",
-    "ref_bf16": "cvt to/from bf16 (cvt.rn.bf16.f32) and bf16 arithmetic are not implemented",
-    "ref_cvt_directed": "the .rz/.rm/.rp modifiers of cvt to a float type (integer -> f32/f64, f64 -> f32) are "
-                        "ignored: every conversion rounds to nearest",
-    "ref_mma_f16": "mma.sync is counted, not computed: its destination registers are set to 0",
-    "ref_wmma": "wmma.load/wmma.mma/wmma.store are not implemented (UnsupportedInstruction at wmma.load.a)",
-}
+XFAIL: dict[str, str] = {}
 
-_F2I64_SAT = ("float -> 64-bit integer saturation clamps in float64, where INT64_MAX and UINT64_MAX round to 2^63 "
-              "and 2^64 and the cast overflows (1e30 -> s64: GPU INT64_MAX, interpreter INT64_MIN; -> u64: GPU "
-              "UINT64_MAX, interpreter 0)")
-_NAN_TO_INT = ("NaN converts to 0 in the interpreter; the H100 gives 0 only for f32 -> 32-bit integers, and "
-               "0x80000000 / 0x8000000000000000 for f32 -> s64/u64 and f64 -> s32/s64/u64")
 # Single ops (element ranges op * threads .. (op + 1) * threads of a buffer) the interpreter gets
 # wrong: left out of test_interpreter_matches_gpu, and checked on their own as strict xfails
-# (test_known_wrong_op) so that a fix must remove the entry.
-KNOWN_WRONG: dict[tuple[str, str], dict[int, str]] = {
-    ("ref_int64_arith", "out"): {
-        6: "div.s64 takes np.abs of int64 operands and |INT64_MIN| overflows: INT64_MIN / 4294967295 gives "
-           "2147483649 (GPU -2147483648), 3037000499 / INT64_MIN gives 1 (GPU 0)"},
-    ("ref_bitops", "out"): {
-        14: "bfe.s32 with pos + len > 32 leaves bits 32 - pos .. len - 1 zero instead of copies of the sign bit "
-            "(0xfffffffe, pos 8, len 27: GPU 0xffffffff, interpreter 0xf8ffffff)"},
-    ("ref_fp32_arith", "out"): {
-        14: "cvt.sat.f32.f32 (__saturatef) keeps NaN and -0.0; PTX (and the GPU) give +0.0 for both"},
-    ("ref_cvt_int", "out"): {
-        12: "cvt.sat between 64-bit integers clamps through float64: beyond 2^53 low bits are lost and "
-            "INT64_MAX becomes 2^63, which wraps (cvt.sat.u64.s64 of INT64_MAX: GPU 0x7fffffffffffffff, "
-            "interpreter 0x8000000000000000)"},
-    ("ref_cvt_float_int", "out"): {
-        6: f"__float2ll_rz: {_F2I64_SAT}; {_NAN_TO_INT}",
-        7: f"__float2ull_rn: {_F2I64_SAT}; {_NAN_TO_INT}",
-        8: f"__double2int_rn: {_NAN_TO_INT}",
-        9: f"__double2ll_rz: {_F2I64_SAT}; {_NAN_TO_INT}",
-        10: f"__double2ull_rd: {_F2I64_SAT}; {_NAN_TO_INT}"},
-}
+# (test_known_wrong_op) so that a fix must remove the entry. None at present.
+KNOWN_WRONG: dict[tuple[str, str], dict[int, str]] = {}
 
 
 def _compare(name: str, expected: np.ndarray, got: np.ndarray, tol: Tolerance | None, threads: int,

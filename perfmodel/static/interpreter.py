@@ -101,6 +101,13 @@ _UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 _TYPES = set(_DTYPE)
 _SIGNED = {"s8", "s16", "s32", "s64"}
 _FLOAT = {"f16", "f32", "f64"}
+_HALVES = {"f16", "bf16", "f16x2", "bf16x2"}  # 16-bit floats: computed in float64, rounded once
+_NOT_NUMPY = {"bf16", "f16x2", "bf16x2"}  # held as raw bits: numpy arithmetic on them would be wrong
+
+
+def _satf(r: np.ndarray) -> np.ndarray:
+    """.sat of a float result: clamp to [0, 1], NaN and -0 -> +0."""
+    return np.where(np.isnan(r), 0, np.clip(r, 0, 1)).astype(r.dtype) + r.dtype.type(0)
 _IGNORED_MODS = {"nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxed", "acquire", "release", "acq_rel",
                  "weak", "gpu", "cta", "sys", "cluster", "uni", "aligned", "sync", "approx", "full", "ftz", "rn", "rz",
                  "rm", "rp", "rni", "rzi", "rmi", "rpi", "lo", "noftz"}
@@ -150,6 +157,133 @@ def _imm_array(imm: Imm, t: str, n: int) -> np.ndarray:
     return np.full(n, imm.value & ((1 << w) - 1), dtype=_UNSIGNED[w]).view(dt)
 
 
+# --------------------------------------------------------------------------- rounding
+# Floating-point formats as (significand bits, minimum normal exponent, largest finite value).
+_FORMATS = {"f16": (11, -14, 65504.0), "bf16": (8, -126, float.fromhex("0x1.fep127")),
+            "f32": (24, -126, float(np.finfo(np.float32).max)), "f64": (53, -1022, float(np.finfo(np.float64).max))}
+_ROUNDINGS = ("rn", "rz", "rm", "rp")
+
+
+def _rounding(mods) -> str:
+    r = [m for m in mods if m in _ROUNDINGS]
+    return r[0] if r else "rn"
+
+
+def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """s = fl(x + y) and the exact error e = x + y - s (float64, Knuth; e = 0 where s is not finite)."""
+    s = x + y
+    bb = s - x
+    e = (x - (s - bb)) + (y - bb)
+    return s, np.where(np.isfinite(e), e, 0.0)
+
+
+def _round_to(s: np.ndarray, e: np.ndarray | float, mode: str, fmt: str) -> np.ndarray:
+    """The exact value s + e rounded to format fmt ("f16", "bf16", "f32") in mode rn/rz/rm/rp,
+    as float64. s is float64; e only needs the sign of (exact - s) and a magnitude below half
+    a float64 ulp of s (e = 0: s is exact). Subnormals of the format are kept (no flush)."""
+    p, emin, big = _FORMATS[fmt]
+    s = np.asarray(s, dtype=np.float64)
+    e = np.broadcast_to(np.asarray(e, dtype=np.float64), s.shape)
+    with np.errstate(all="ignore"):
+        e = np.where(np.isfinite(e), e, 0.0)
+        finite = np.isfinite(s)
+        _, k = np.frexp(np.where(finite & (s != 0), s, 1.0))  # |s| in [2^(k-1), 2^k)
+        q = np.ldexp(1.0, np.maximum(k - 1, emin) - (p - 1))  # the format's ulp at s
+        x = s / q  # exact (a power-of-two scaling)
+        n = np.floor(x)
+        frac = x - n
+        es = np.sign(e)
+        if mode == "rn":
+            up = (frac > 0.5) | ((frac == 0.5) & ((es > 0) | ((es == 0) & (np.fmod(n, 2) != 0))))
+            r = (n + up) * q
+        else:
+            if mode == "rz":
+                toward = np.where(s > 0, -1.0, 1.0)  # direction of zero
+            elif mode == "rm":
+                toward = np.full(s.shape, -1.0)
+            else:
+                toward = np.full(s.shape, 1.0)
+            # floor/ceil of x, and one step further when x is on the grid but the exact value is past it
+            r = np.where(toward < 0, n, np.where(frac > 0, n + 1, n))
+            on_grid = frac == 0
+            step_down = on_grid & (es < 0) & (toward < 0)
+            step_up = on_grid & (es > 0) & (toward > 0)
+            # a step that leaves a binade downwards in magnitude is half as long
+            pow2 = (np.abs(x) == 2.0 ** (p - 1)) & (np.maximum(k - 1, emin) == k - 1) & (k - 1 > emin)
+            down_len = np.where(pow2 & (s > 0), 0.5, 1.0)
+            up_len = np.where(pow2 & (s < 0), 0.5, 1.0)
+            r = (r - step_down * down_len + step_up * up_len) * q
+            r = np.where((s == 0) & (es == 0), s, r)
+        if mode == "rn":
+            r = np.where(np.abs(r) > big, np.copysign(np.inf, s), r)
+        else:
+            to_inf = (mode == "rp") & (s > 0) | (mode == "rm") & (s < 0)
+            r = np.where(np.abs(r) > big, np.where(to_inf, np.copysign(np.inf, s), np.copysign(big, s)), r)
+        r = np.where(r == 0, np.copysign(0.0, np.where(s == 0, np.where(es == 0, s, es), s)), r)
+        return np.where(finite, r, s)
+
+
+def _round_f32(s: np.ndarray, e: np.ndarray | float, mode: str) -> np.ndarray:
+    """float32 result of an exact value s + e (see _round_to): the fast float64 -> float32 cast
+    when it is right (round to nearest, s not a float32 midpoint, no underflow)."""
+    if mode == "rn":
+        f = s.astype(np.float32)
+        mid = (s.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
+        if not (mid.any() or ((np.abs(s) < 2.0 ** -125) & (s != 0)).any()):
+            return f
+    return _round_to(s, e, mode, "f32").astype(np.float32)
+
+
+def _bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _to_bf16(s: np.ndarray, e: np.ndarray | float, mode: str) -> np.ndarray:
+    """bf16 bits (uint16) of the exact value s + e; NaN -> 0x7FFF (the GPU's canonical NaN)."""
+    f = _round_to(s, e, mode, "bf16").astype(np.float32)
+    bits = (f.view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    return np.where(np.isnan(s), np.uint16(0x7FFF), bits)
+
+
+def _to_f16(s: np.ndarray, e: np.ndarray | float, mode: str) -> np.ndarray:
+    """float16 of the exact value s + e; NaN -> 0x7FFF (the GPU's canonical NaN)."""
+    f = _round_to(s, e, mode, "f16").astype(np.float16)
+    return np.where(np.isnan(s), np.uint16(0x7FFF).view(np.float16), f)
+
+
+def _fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a*b + c with one rounding (float64). Error-free transforms give a candidate; lanes where
+    it could be off (near a rounding midpoint, or where the product's error is not exact:
+    tiny or huge operands) are recomputed exactly with Python fractions."""
+    from fractions import Fraction
+
+    with np.errstate(all="ignore"):
+        p = a * b
+        split = 134217729.0
+        def halves(x):
+            t = split * x
+            hi = t - (t - x)
+            return hi, x - hi
+        ah, al = halves(a)
+        bh, bl = halves(b)
+        pe = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # exact: a*b = p + pe
+        s, se = _two_sum(p, c)
+        t = se + pe
+        r = s + t
+        ulp = np.spacing(np.abs(r))
+        z = (s - r) + t  # exact value - r, within ~ulp(t)
+        risky = np.abs(np.abs(z) - ulp / 2) <= (np.spacing(np.abs(t)) + np.spacing(np.abs(z))) * 4
+        risky |= np.frexp(r)[0] == 0.5  # a power of two: the ulp below is half the one above
+        scale = np.maximum(np.abs(a), 1e-300) * np.maximum(np.abs(b), 1e-300)
+        risky |= (scale > 2.0 ** 990) | (np.abs(p) < 2.0 ** -960) | (np.abs(r) < 2.0 ** -960) | ~np.isfinite(pe)
+        risky &= np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & np.isfinite(p)
+        r = np.where(np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & np.isfinite(p), r, a * b + c)
+    for i in np.nonzero(risky)[0]:
+        exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
+        r[i] = float(exact) if exact != 0 else float(a[i]) * float(b[i]) + float(c[i])
+    return r
+
+
 # --------------------------------------------------------------------------- pipe mapping
 # PTX opcode -> (pipe, SASS instructions per PTX instruction). Approximations (documented):
 # 64-bit integer add/sub/logic/shift/compare are two ALU instructions (IADD3 + IADD3.X, ...);
@@ -164,7 +298,7 @@ PIPE_OF_PTX = {
     "fp16": {"add.f16", "sub.f16", "mul.f16", "fma.f16"},
     "int_fma": {"mul", "mad", "mul24", "mad24"},
     "alu": {"add", "sub", "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "selp", "min", "max", "mov", "popc", "clz",
-            "brev", "bfe", "bfi", "bfind", "prmt", "lop3", "neg", "abs", "cvta", "copysign", "testp"},
+            "brev", "bfe", "bfi", "bfind", "shf", "prmt", "lop3", "neg", "abs", "cvta", "copysign", "testp"},
     "xu": {"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "cvt"},
     "lsu": {"ld", "st", "atom", "red", "shfl", "cp"},
     "special": {"vote", "activemask"},
@@ -278,6 +412,10 @@ def _costs(inst: Instruction) -> tuple[list[tuple[str, float]], tuple[str, int] 
         return [("xu", 1.0), ("fp32", 1.0)], None
     if op == "mma":
         return [("tensor", 1.0)], None
+    if op == "wmma":  # m16n16k16: 2 HMMA.16816; a/b fragment loads 1 LDSM.x4, c/d 4 LD/ST.64 (see _op_wmma)
+        if "mma" in mods:
+            return [("tensor", 2.0)], None
+        return [("lsu", 4.0 if _type_of(mods) == "f32" else 1.0)], None
     if op == "cvt":
         types = [m for m in mods if m in _TYPES]
         if len(types) == 2 and not (set(types) & {"f16", "f32", "f64", "bf16"}):
@@ -370,7 +508,7 @@ class Footprint:
     def sectors(self) -> np.ndarray:
         """Sorted distinct keys."""
         if self.pending:
-            self.keys = np.unique(np.concatenate([self.keys, *self.pending]))
+            self.keys = _distinct(np.concatenate([self.keys, *self.pending]))
             self.pending, self.pending_size = [], 0
         return self.keys
 
@@ -431,7 +569,7 @@ class Memory:
         idx, off = self._locate(addrs, size, inst)
         out = np.empty((len(addrs), size), dtype=np.uint8)
         span = np.arange(size)
-        for i in np.unique(idx):
+        for i in _distinct(idx):
             sel = idx == i
             out[sel] = self.buffers[i][off[sel][:, None] + span]
         return out
@@ -441,7 +579,7 @@ class Memory:
         idx, off = self._locate(addrs, size, inst)
         span = np.arange(size)
         # which lane wins when lanes store to the same bytes is undefined on the GPU too
-        for i in np.unique(idx):
+        for i in _distinct(idx):
             sel = idx == i
             self.buffers[i][(off[sel][:, None] + span).reshape(-1)] = data[sel].reshape(-1)
 
@@ -468,6 +606,19 @@ def _local_sectors(lanes: np.ndarray, size: int) -> int:
     return int((-(-per_warp[per_warp > 0] * size // 32)).sum())
 
 
+_ABS_BITS = np.uint64(0x7FFFFFFFFFFFFFFF)
+_TINY_BITS = np.float64(2.0 ** -125).view(np.uint64) - np.uint64(1)  # |x| - 1 below this: 0 < |x| < 2^-125
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values. np.unique hashes since numpy 2.3, which is several times slower
+    than sorting for the few thousand integers of one access."""
+    if len(values) < 2:
+        return values
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
 def _warp_count(lanes: np.ndarray) -> int:
     """Warps that hold at least one of these (ascending) lane indices of a lane group."""
     if len(lanes) == 0:
@@ -478,7 +629,7 @@ def _warp_count(lanes: np.ndarray) -> int:
 
 def _sectors(addrs: np.ndarray, size: int, lanes: np.ndarray) -> int:
     """Distinct 32-byte sectors each warp touches, summed over the warps (the lanes' warp
-    index tags the sector number, so one np.unique counts every warp at once)."""
+    index tags the sector number, so one sort counts every warp at once)."""
     a = addrs.astype(np.uint64)
     first = a >> np.uint64(5)
     last = (a + np.uint64(size - 1)) >> np.uint64(5)
@@ -488,7 +639,7 @@ def _sectors(addrs: np.ndarray, size: int, lanes: np.ndarray) -> int:
     if span:
         more = [(first + np.uint64(k)) | tag for k in range(1, span + 1)]
         keys = np.concatenate([keys] + [m[first + np.uint64(k) <= last] for k, m in enumerate(more, 1)])
-    return len(np.unique(keys))
+    return len(_distinct(keys))
 
 
 def _wavefronts(offs: np.ndarray, size: int, lanes: np.ndarray) -> tuple[int, int]:
@@ -501,7 +652,7 @@ def _wavefronts(offs: np.ndarray, size: int, lanes: np.ndarray) -> tuple[int, in
     group = lanes.astype(np.int64) >> (4 if size == 16 else 5)
     nwords = max(1, size // 4)
     words = (offs.astype(np.int64) // 4)[:, None] + np.arange(nwords)
-    keys = np.unique(((group[:, None] << 32) + words).reshape(-1))  # distinct (group, word), sorted
+    keys = _distinct(((group[:, None] << 32) + words).reshape(-1))  # distinct (group, word), sorted
     g = keys >> 32
     index = np.concatenate([[0], np.cumsum(g[1:] != g[:-1])])
     ngroups = int(index[-1]) + 1
@@ -558,6 +709,7 @@ class Interpreter:
         self.counters = Counters(np.zeros(len(kernel.instructions), np.int64), np.zeros(len(kernel.instructions), np.int64))
         self.approximations: set[str] = set()
         self._tensor_names: dict[int, str] = {}
+        self._tensor_per_warp: dict[int, int] = {}  # SASS tensor instructions per PTX one (default 1)
         self.L = 0
         self._decode_for(WARP)  # decoding checks every instruction before anything runs
 
@@ -603,6 +755,8 @@ class Interpreter:
 
     # ---------------------------------------------------------------- operands
     def _reader(self, op, t: str, inst: Instruction):
+        if isinstance(op, Sym) and op.name in self.kernel.regs:
+            op = Reg(op.name)  # a register of an inline-asm scope without '%' (nvcc's "low", "__$temp3")
         if isinstance(op, Imm):
             arr = _imm_array(op, t, self.L)
             return lambda w, b: arr
@@ -668,6 +822,8 @@ class Interpreter:
     def _writer(self, op, t: str, inst: Instruction):
         if isinstance(op, Sym) and op.name == "_":
             return lambda w, v, m: None
+        if isinstance(op, Sym) and op.name in self.kernel.regs:
+            op = Reg(op.name)
         if not isinstance(op, Reg) or op.name not in self.kernel.regs:
             raise UnsupportedInstruction(inst, f"destination {op}")
         name = op.name
@@ -741,27 +897,114 @@ class Interpreter:
     def _sat(self, inst, t, fn):
         if "sat" in inst.mods:
             if t in _FLOAT:
-                return lambda *a: np.clip(fn(*a), 0, 1)
+                return lambda *a: _satf(fn(*a))
             if t == "s32":
                 return lambda *a: np.clip(fn(*[x.astype(np.int64) for x in a]), -2**31, 2**31 - 1).astype(np.int32)
         return fn
+
+    def _float_arith(self, inst, t, kind):
+        """add/sub/mul/fma of f16, bf16, f16x2, bf16x2 (halves unpacked, computed exactly in
+        float64 and rounded once) and of f32/f64 with a rounding modifier other than .rn.
+        None: the plain numpy expression is exact (f32/f64 round to nearest)."""
+        mode = _rounding(inst.mods)
+        nsrc = 3 if kind == "fma" else 2
+        if t in _HALVES:
+            if "sat" in inst.mods:
+                raise UnsupportedInstruction(inst, f".sat of {t}")
+            half = t.removesuffix("x2")
+            packed = t.endswith("x2")
+            bt = "b32" if packed else "b16"
+
+            def exact(x, y, z=None):
+                if kind == "add":
+                    return _two_sum(x, y)
+                if kind == "sub":
+                    return _two_sum(x, -y)
+                if kind == "mul":
+                    return x * y, 0.0  # products of halves are exact in float64
+                return _two_sum(x * y, z)
+
+            def one(*halves):  # uint16 bits of each operand -> uint16 bits of the result
+                xs = [(_bf16_to_f32(h) if half == "bf16" else h.view(np.float16)).astype(np.float64) for h in halves]
+                with np.errstate(all="ignore"):
+                    s, e = exact(*xs)
+                if half == "bf16":
+                    return _to_bf16(s, e, mode)
+                return _to_f16(s, e, mode).view(np.uint16)
+
+            if packed:
+                def fn(*ops):
+                    lo = one(*[(o & np.uint32(0xFFFF)).astype(np.uint16) for o in ops])
+                    hi = one(*[(o >> np.uint32(16)).astype(np.uint16) for o in ops])
+                    return lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16))
+            else:
+                fn = one
+            return self._simple(inst, bt, (bt,) * nsrc, fn)
+        if mode == "rn" and kind != "fma":
+            return None
+        if t == "f64":
+            if kind == "fma":
+                if mode != "rn":
+                    raise UnsupportedInstruction(inst, "directed rounding of fma.f64")
+                return self._simple(inst, t, (t, t, t), self._sat(inst, t, _fma_f64))
+            raise UnsupportedInstruction(inst, "directed rounding of f64 arithmetic")
+        if t != "f32":
+            raise UnsupportedInstruction(inst, "type")
+
+        def f32op(a, b, c=None):
+            x, y = a.astype(np.float64), b.astype(np.float64)
+            with np.errstate(all="ignore"):
+                if kind == "fma" and mode == "rn":  # fast path: the float64 sum is not a float32 midpoint
+                    s = x * y + c
+                    bits = s.view(np.uint64)
+                    # a midpoint has the 29 bits below float32's precision at 1000...0; nonzero
+                    # magnitudes under 2^-125 (float32 subnormals) need the exact path too
+                    unsafe = ((bits & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)) | (
+                        ((bits & _ABS_BITS) - np.uint64(1)) < _TINY_BITS)
+                    if not unsafe.any():
+                        return s.astype(np.float32)
+                if kind == "mul":
+                    s, e = x * y, 0.0  # exact
+                    return _round_f32(s, e, mode)
+                if kind == "fma":
+                    x, y = x * y, c.astype(np.float64)  # the product is exact in float64
+                elif kind == "sub":
+                    y = -y
+                s, e = _two_sum(x, y)
+                r = _round_f32(s, e, mode)
+            if mode == "rm":  # an exact zero sum is -0 when rounding down (unless both are +0)
+                zero = (s == 0) & (e == 0) & ~((x == 0) & (y == 0) & ~np.signbit(x) & ~np.signbit(y))
+                r = np.where(zero, np.float32(-0.0), r)
+            return r
+        return self._simple(inst, t, (t,) * nsrc, self._sat(inst, t, f32op))
 
     def _op_add(self, inst, index, unknown):
         self._check(inst, unknown, ("sat", "cc"))
         if "cc" in inst.mods:
             raise UnsupportedInstruction(inst, "carry")
         t = self._t(inst)
+        if t in _FLOAT or t in _HALVES:
+            fn = self._float_arith(inst, t, "add")
+            if fn is not None:
+                return fn
         return self._simple(inst, t, (t, t), self._sat(inst, t, lambda a, b: a + b))
 
     def _op_sub(self, inst, index, unknown):
         self._check(inst, unknown, ("sat",))
         t = self._t(inst)
+        if t in _FLOAT or t in _HALVES:
+            fn = self._float_arith(inst, t, "sub")
+            if fn is not None:
+                return fn
         return self._simple(inst, t, (t, t), self._sat(inst, t, lambda a, b: a - b))
 
     def _op_mul(self, inst, index, unknown):
         self._check(inst, unknown, ("wide", "hi", "sat"))
         t = self._t(inst)
-        if t in _FLOAT:
+        if t in _FLOAT or t in _HALVES:
+            fn = self._float_arith(inst, t, "mul")
+            if fn is not None:
+                return fn
             return self._simple(inst, t, (t, t), self._sat(inst, t, lambda a, b: a * b))
         if "wide" in inst.mods:
             wt = {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
@@ -780,7 +1023,7 @@ class Interpreter:
     def _op_mad(self, inst, index, unknown):
         self._check(inst, unknown, ("wide", "hi", "sat"))
         t = self._t(inst)
-        if t in _FLOAT:
+        if t in _FLOAT or t in _HALVES:
             return self._op_fma(inst, index, [m for m in unknown if m != "sat"])
         if "wide" in inst.mods:
             wt = {"s16": "s32", "u16": "u32", "s32": "s64", "u32": "u64"}[t]
@@ -795,28 +1038,45 @@ class Interpreter:
         return self._simple(inst, t, (t, t, t), lambda a, b, c: a * b + c)
 
     def _op_fma(self, inst, index, unknown):
+        """fma.f32: the float64 product is exact, the sum is rounded once to f32 (through its
+        exact float64 error, so a float64 sum on a float32 midpoint rounds the right way);
+        fma.f64: error-free transforms, exact fractions near a midpoint (see _fma_f64)."""
         self._check(inst, unknown, ("sat",))
         t = self._t(inst)
-        if t == "f32":
-            fn = lambda a, b, c: (a.astype(np.float64) * b + c).astype(np.float32)  # exact product, one rounding of the sum
-        elif t == "f64":
-            self.approximations.add("fma.f64 is computed as a*b+c with two roundings")
-            fn = lambda a, b, c: a * b + c
-        else:
+        if t not in ("f32", "f64") and t not in _HALVES:
             raise UnsupportedInstruction(inst, "type")
-        return self._simple(inst, t, (t, t, t), self._sat(inst, t, fn))
+        return self._float_arith(inst, t, "fma")
 
     def _op_div(self, inst, index, unknown):
         self._check(inst, unknown)
         t = self._t(inst)
         if t in _FLOAT:
-            return self._simple(inst, t, (t, t), lambda a, b: a / b)
+            mode = _rounding(inst.mods)
+            if mode == "rn" or "approx" in inst.mods or "full" in inst.mods:
+                return self._simple(inst, t, (t, t), lambda a, b: a / b)
+            if t != "f32":
+                raise UnsupportedInstruction(inst, f"directed rounding of div.{t}")
+
+            def div_directed(a, b):
+                x, y = a.astype(np.float64), b.astype(np.float64)
+                with np.errstate(all="ignore"):
+                    q = x / y
+                    # sign of the exact quotient minus q: exact where it matters (q has <= 25 bits)
+                    e = np.sign(x - q * y) * np.sign(y) * np.spacing(np.abs(q)) / 4
+                    e = np.where(np.isfinite(q) & (y != 0), e, 0.0)
+                    return _round_f32(q, e, mode)
+            return self._simple(inst, t, (t, t), div_directed)
+        w = _bits(t)
+        ut = _UNSIGNED[w]
+
         def div(a, b):
             bz = b == 0
-            bs = np.where(bz, 1, b)
-            if t in _SIGNED:
-                q = (np.abs(a.astype(np.int64)) // np.abs(bs.astype(np.int64))) * np.sign(a.astype(np.int64)) * np.sign(bs.astype(np.int64))
-                q = q.astype(a.dtype)
+            bs = np.where(bz, 1, b).astype(a.dtype)
+            if t in _SIGNED:  # magnitudes as unsigned, so that |INT_MIN| does not overflow
+                ua = np.where(a < 0, (~a.view(ut) + ut(1)).astype(ut), a.view(ut))
+                ub = np.where(bs < 0, (~bs.view(ut) + ut(1)).astype(ut), bs.view(ut))
+                uq = (ua // ub).astype(ut)
+                q = np.where((a < 0) != (bs < 0), (~uq + ut(1)).astype(ut), uq).view(a.dtype)
             else:
                 q = a // bs
             return np.where(bz, np.array(-1).astype(a.dtype) if t not in _SIGNED else -1, q).astype(a.dtype)
@@ -837,6 +1097,8 @@ class Interpreter:
     def _minmax(self, inst, unknown, f_float, f_int):
         self._check(inst, unknown, ("NaN",))
         t = self._t(inst)
+        if t in _NOT_NUMPY:
+            raise UnsupportedInstruction(inst, "type")
         return self._simple(inst, t, (t, t), f_float if t in _FLOAT else f_int)
 
     def _op_min(self, inst, index, unknown):
@@ -848,11 +1110,18 @@ class Interpreter:
     def _op_neg(self, inst, index, unknown):
         self._check(inst, unknown)
         t = self._t(inst)
+        if t in _NOT_NUMPY:
+            raise UnsupportedInstruction(inst, "type")
+        if t == "f16":  # the H100 gives the canonical NaN 0x7FFF for a NaN (not a flipped sign)
+            nan = np.uint16(0x7FFF).view(np.float16)
+            return self._simple(inst, t, (t,), lambda a: np.where(np.isnan(a), nan, -a))
         return self._simple(inst, t, (t,), lambda a: -a)
 
     def _op_abs(self, inst, index, unknown):
         self._check(inst, unknown)
         t = self._t(inst)
+        if t in _NOT_NUMPY:
+            raise UnsupportedInstruction(inst, "type")
         return self._simple(inst, t, (t,), np.abs)
 
     def _logic(self, inst, unknown, fn):
@@ -951,8 +1220,8 @@ class Interpreter:
                     v = 0 if t not in _SIGNED else (-(x >> (w - 1) & 1)) & ((1 << w) - 1)
                 elif t in _SIGNED and n:
                     sign_bit = min(p + n - 1, w - 1)
-                    if x >> sign_bit & 1:
-                        v |= ((1 << w) - 1) ^ ((1 << min(n, w)) - 1)
+                    if x >> sign_bit & 1:  # copies of the sign bit above the bits taken from x
+                        v |= ((1 << w) - 1) ^ ((1 << min(n, w - p)) - 1)
                 out.append(v & ((1 << w) - 1))
             return np.array(out, dtype=_UNSIGNED[w]).view(a.dtype)
         return self._simple(inst, t, (t, "u32", "u32"), bfe)
@@ -972,6 +1241,40 @@ class Interpreter:
                 out.append(y & ((1 << w) - 1))
             return np.array(out, dtype=_UNSIGNED[w]).view(b.dtype)
         return self._simple(inst, t, (t, t, "u32", "u32"), bfi)
+
+    def _op_bfind(self, inst, index, unknown):
+        """Bit position of the most significant non-sign bit (0xFFFFFFFF if none); .shiftamt:
+        the left shift that brings it to the top."""
+        self._check(inst, unknown, ("shiftamt",))
+        t = self._t(inst)
+        w = _bits(t)
+        shiftamt = "shiftamt" in inst.mods
+
+        def bfind(a):
+            out = []
+            for x in a.view(_UNSIGNED[w]).tolist():
+                if t in _SIGNED and x >> (w - 1):
+                    x = ~x & ((1 << w) - 1)
+                pos = x.bit_length() - 1
+                out.append(0xFFFFFFFF if pos < 0 else (w - 1 - pos if shiftamt else pos))
+            return np.array(out, dtype=np.uint32)
+        return self._simple(inst, "u32", (t,), bfind)
+
+    def _op_shf(self, inst, index, unknown):
+        """Funnel shift of the 64-bit b:a by c (.wrap: c mod 32, .clamp: min(c, 32)); shf.l
+        keeps the high word, shf.r the low word."""
+        self._check(inst, unknown, ("l", "r", "wrap", "clamp"))
+        if self._t(inst) != "b32" or ("l" in inst.mods) == ("r" in inst.mods) or ("wrap" in inst.mods) == ("clamp" in inst.mods):
+            raise UnsupportedInstruction(inst, "shf form")
+        left, wrap = "l" in inst.mods, "wrap" in inst.mods
+
+        def shf(a, b, c):
+            n = (c & np.uint32(31)) if wrap else np.minimum(c, np.uint32(32))
+            v = (b.astype(np.uint64) << np.uint64(32)) | a.astype(np.uint64)
+            n = n.astype(np.uint64)
+            r = (v << n) >> np.uint64(32) if left else v >> n
+            return (r & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        return self._simple(inst, "b32", ("b32", "b32", "u32"), shf)
 
     def _op_prmt(self, inst, index, unknown):
         self._check(inst, unknown)
@@ -1021,6 +1324,8 @@ class Interpreter:
 
     def _op_setp(self, inst, index, unknown):
         t = self._t(inst)
+        if t in _NOT_NUMPY:
+            raise UnsupportedInstruction(inst, "type")
         cmps = [m for m in unknown if m not in ("and", "or", "xor")]
         boolop = [m for m in unknown if m in ("and", "or", "xor")]
         if len(cmps) != 1:
@@ -1082,34 +1387,86 @@ class Interpreter:
         if len(types) != 2:
             raise UnsupportedInstruction(inst, "types")
         dt, st = types
-        if dt in ("bf16", "f16x2", "bf16x2") or st in ("bf16", "f16x2", "bf16x2"):
-            raise UnsupportedInstruction(inst, "type")
         mods = set(inst.mods)
+        mode = _rounding(mods)
+        int_round = [m for m in ("rni", "rzi", "rmi", "rpi") if m in mods]
+        sat = "sat" in mods
+        if dt in ("f16x2", "bf16x2"):  # cvt.rn.f16x2.f32 d, a, b: a to the upper half, b to the lower
+            if st != "f32" or len(inst.operands) != 3 or int_round or sat:
+                raise UnsupportedInstruction(inst, "cvt form")
+            conv = _to_bf16 if dt == "bf16x2" else (lambda s, e, m: _to_f16(s, e, m).view(np.uint16))
+            return self._simple(inst, "b32", ("f32", "f32"), lambda a, b: (conv(a.astype(np.float64), 0.0, mode).astype(np.uint32) << np.uint32(16))
+                                | conv(b.astype(np.float64), 0.0, mode).astype(np.uint32))
+        if st in ("f16x2", "bf16x2"):
+            raise UnsupportedInstruction(inst, "type")
+        if dt == "bf16" or st == "bf16":
+            if int_round or sat or (dt == "bf16" and st != "f32") or (st == "bf16" and dt != "f32"):
+                raise UnsupportedInstruction(inst, "cvt form")
+            if dt == "bf16":
+                return self._simple(inst, "b16", (st,), lambda a: _to_bf16(a.astype(np.float64), 0.0, mode))
+            return self._simple(inst, "f32", ("b16",), _bf16_to_f32)
+        if dt in _FLOAT and st in _FLOAT:
+            if int_round:  # round to an integral value in the source format
+                if dt != st:
+                    raise UnsupportedInstruction(inst, "integer rounding between float types")
+                fn = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[int_round[0]]
+            elif _bits(dt) >= _bits(st):
+                fn = lambda a: a.astype(_DTYPE[dt])  # exact
+            elif dt == "f32":
+                fn = (lambda a: a.astype(np.float32)) if mode == "rn" else (lambda a: _round_f32(a, 0.0, mode))
+            else:  # f16 from f32/f64
+                fn = lambda a: _to_f16(a.astype(np.float64), 0.0, mode)
+            return self._simple(inst, dt, (st,), self._sat(inst, dt, fn))
+        if dt in _FLOAT:  # integer -> float
+            if int_round:
+                raise UnsupportedInstruction(inst, "integer rounding of an integer")
+            exact64 = _bits(st) <= 32 or dt == "f16"
 
+            def i2f(a):
+                if mode == "rn" and dt != "f16":
+                    return a.astype(_DTYPE[dt])  # one rounding (exact for <= 32-bit integers to f64)
+                if exact64 or mode == "rn":
+                    s = a.astype(np.float64)
+                    if dt == "f64" or mode == "rn" and _bits(st) == 64:
+                        return a.astype(_DTYPE[dt])  # one rounding (exact for <= 32-bit integers)
+                    return _round_f32(s, 0.0, mode) if dt == "f32" else _to_f16(s, 0.0, mode)
+                # 64-bit integer, directed: float64 nearest, then the exact side of it
+                s = a.astype(np.float64)
+                side = np.array([(int(x) > int(y)) - (int(x) < int(y)) for x, y in zip(a.tolist(), s.tolist())], dtype=np.float64)
+                if dt == "f32":
+                    return _round_f32(s, side * np.spacing(np.abs(s)) / 4, mode)
+                towards = {"rz": -np.sign(s), "rm": np.full(len(s), -1.0), "rp": np.full(len(s), 1.0)}[mode]
+                move = (side != 0) & (np.sign(side) == towards)
+                return np.where(move, np.nextafter(s, towards * np.inf), s)
+            return self._simple(inst, dt, (st,), self._sat(inst, dt, i2f))
+        if st in _FLOAT:  # float -> int: round, saturate; NaN as the H100 gives it
+            fn_round = {"rni": np.rint, "rmi": np.floor, "rpi": np.ceil}.get(int_round[0] if int_round else "rzi", np.trunc)
+            w = _bits(dt)
+            info = np.iinfo(_DTYPE[dt])
+            # NaN: 0x80000000 / 0x8000000000000000 for f32 -> s64/u64 and f64 -> s32/s64/u64 (as on
+            # the H100), 0 for the others
+            nan_value = 1 << (w - 1) if st == "f32" and w == 64 or st == "f64" and dt in ("s32", "s64", "u64") else 0
+            lo, hi = float(info.min), float(2 ** (w - 1) if dt in _SIGNED else 2 ** w)
+
+            def f2i(a):
+                x = fn_round(a.astype(np.float64))
+                nan = np.isnan(x)
+                over, under = x >= hi, x < lo
+                safe = np.where(nan | over | under, 0, x).astype(_DTYPE[dt])
+                r = np.where(over, info.max, np.where(under, info.min, safe)).astype(_DTYPE[dt])
+                return np.where(nan, np.array(nan_value, dtype=_UNSIGNED[w]).view(_DTYPE[dt]), r)
+            return self._simple(inst, dt, (st,), f2i)
+
+        # int -> int: sign- or zero-extend from the source width, wrap (or saturate) to the destination
         def cvt(a):
-            if dt in _FLOAT:
-                r = a.astype(_DTYPE[dt])
-                if "sat" in mods:
-                    r = np.clip(r, 0, 1)
-                return r
-            if st in _FLOAT:  # float -> int: round then saturate, NaN -> 0
-                x = a.astype(np.float64)
-                if "rni" in mods:
-                    x = np.rint(x)
-                elif "rmi" in mods:
-                    x = np.floor(x)
-                elif "rpi" in mods:
-                    x = np.ceil(x)
-                else:
-                    x = np.trunc(x)
-                info = np.iinfo(_DTYPE[dt])
-                x = np.where(np.isnan(x), 0, np.clip(x, info.min, info.max))
-                return x.astype(_DTYPE[dt])
-            # int -> int: sign- or zero-extend from the source width, wrap (or saturate) to the destination
             src = a.astype(np.int64) if st in _SIGNED else a.astype(np.uint64)
-            if "sat" in mods:
+            if sat:
                 info = np.iinfo(_DTYPE[dt])
-                src = np.clip(src.astype(np.float64), info.min, info.max).astype(np.int64 if dt in _SIGNED else np.uint64)
+                if st in _SIGNED:
+                    src = np.clip(src, max(info.min, -2**63), min(info.max, 2**63 - 1))
+                else:
+                    src = np.minimum(src, np.uint64(min(info.max, 2**64 - 1)))
+                src = src.astype(np.int64 if dt in _SIGNED else np.uint64)
             return src.astype(_UNSIGNED[_bits(dt)]).view(_DTYPE[dt]) if _bits(dt) < 64 or dt not in _SIGNED else src.astype(np.int64)
         return self._simple(inst, dt, (st,), cvt)
 
@@ -1137,10 +1494,36 @@ class Interpreter:
             self.approximations.add("approximate transcendentals are computed exactly (values may differ in the last bits)")
         return self._simple(inst, t, (t,), fn)
 
+    def _directed_unary(self, inst, unknown, kind):
+        """rcp/sqrt.{rz,rm,rp}.f32: float64 result, then the side of the exact value (exact
+        where it matters: the float64 result has <= 25 significant bits there)."""
+        mode = _rounding(inst.mods)
+        t = self._t(inst)
+        if t != "f32":
+            raise UnsupportedInstruction(inst, f"directed rounding of {kind}.{t}")
+        self._check(inst, unknown)
+
+        def fn(a):
+            x = a.astype(np.float64)
+            with np.errstate(all="ignore"):
+                if kind == "sqrt":
+                    r = np.sqrt(x)
+                    e = np.sign(x - r * r)
+                else:
+                    r = 1 / x
+                    e = np.sign(1 - r * x) * np.sign(x)
+                e = np.where(np.isfinite(r) & (x != 0), e * np.spacing(np.abs(r)) / 4, 0.0)
+                return _round_f32(r, e, mode)
+        return self._simple(inst, t, (t,), fn)
+
     def _op_rcp(self, inst, index, unknown):
+        if _rounding(inst.mods) != "rn" and "approx" not in inst.mods:
+            return self._directed_unary(inst, unknown, "rcp")
         return self._unary_float(inst, unknown, lambda a: 1 / a)
 
     def _op_sqrt(self, inst, index, unknown):
+        if _rounding(inst.mods) != "rn" and "approx" not in inst.mods:
+            return self._directed_unary(inst, unknown, "sqrt")
         return self._unary_float(inst, unknown, np.sqrt)
 
     def _op_rsqrt(self, inst, index, unknown):
@@ -1285,19 +1668,267 @@ class Interpreter:
         return np.repeat((bits.reshape(-1, WARP) * weights).sum(axis=1).astype(np.uint32), WARP)
 
     def _op_mma(self, inst, index, unknown):
-        self.approximations.add("mma.sync is counted, not computed: its destination registers are set to 0")
-        dst = inst.operands[0]
-        t = [m for m in inst.mods if m in _TYPES]
-        dt = t[0] if t else "f32"
-        writers = [self._writer(o, dt, inst) for o in (dst.items if isinstance(dst, Vec) else [dst])]
-        zero = np.zeros(self.L, dtype=_DTYPE[dt])
+        """mma.sync.aligned.m16n8k16.row.col with f16/bf16 inputs and f32/f16 accumulators,
+        computed per warp with the PTX ISA's fragment layouts (groupID = lane / 4,
+        threadID_in_group = lane % 4): A (16x16) a0..a7 in 4 registers, row groupID (+8 for
+        a2, a3, a6, a7), column 2 threadID_in_group + (i % 2) (+8 for a4..a7); B (16x8)
+        b0..b3, row 2 threadID_in_group + (i % 2) (+8 for b2, b3), column groupID; C and D
+        (16x8) c0..c3, row groupID (+8 for c2, c3), column 2 threadID_in_group + (i % 2).
+        D = A B + C in float64, rounded once (the H100's results match exactly)."""
         shape = next((m for m in inst.mods if m.startswith("m") and "n" in m and "k" in m), "")
+        types = [m for m in inst.mods if m in _TYPES]
+        self._check(inst, [m for m in unknown if m != shape], ("row", "col"))
+        if shape != "m16n8k16" or "row" not in inst.mods or "col" not in inst.mods or len(types) != 4:
+            raise UnsupportedInstruction(inst, "mma form (only m16n8k16.row.col is implemented)")
+        dt, at, bt, ct = types
+        if at != bt or at not in ("f16", "bf16") or dt not in ("f32", "f16") or ct not in ("f32", "f16"):
+            raise UnsupportedInstruction(inst, "mma types")
+        ops = inst.operands
+        if len(ops) != 4 or not all(isinstance(o, Vec) for o in ops):
+            raise UnsupportedInstruction(inst, "operands")
+        nacc = 4 if dt == "f32" else 2
+        if [len(o.items) for o in ops] != [nacc, 4, 2, 4 if ct == "f32" else 2]:
+            raise UnsupportedInstruction(inst, "operand vector sizes")
+        writers = [self._writer(o, "f32" if dt == "f32" else "b32", inst) for o in ops[0].items]
+        ra = [self._reader(o, "b32", inst) for o in ops[1].items]
+        rb = [self._reader(o, "b32", inst) for o in ops[2].items]
+        rc = [self._reader(o, "f32" if ct == "f32" else "b32", inst) for o in ops[3].items]
         nums = [int(x) for x in re.findall(r"\d+", shape)]
-        self._tensor_names[index] = "HMMA." + "".join(str(x) for x in nums) + ("." + dt.upper() if dt else "")
+        self._tensor_names[index] = "HMMA." + "".join(str(x) for x in nums) + "." + dt.upper()
+
+        lane = np.arange(self.L) % WARP
+        g, tg = lane >> 2, lane & 3
+        nw = self.L // WARP
+        wi = (np.arange(self.L) // WARP)[:, None]
+        i8, i4 = np.arange(8), np.arange(4)
+        a_row, a_col = g[:, None] + 8 * ((i8 >> 1) & 1), 2 * tg[:, None] + (i8 & 1) + 8 * (i8 >> 2)
+        b_row, b_col = 2 * tg[:, None] + (i4 & 1) + 8 * (i4 >> 1), np.broadcast_to(g[:, None], (self.L, 4))
+        c_row, c_col = g[:, None] + 8 * (i4 >> 1), 2 * tg[:, None] + (i4 & 1)
+        a_at = (wi * 256 + a_row * 16 + a_col).reshape(-1)  # flat positions in the per-warp matrices
+        b_at = (wi * 128 + b_row * 8 + b_col).reshape(-1)
+        c_at = (wi * 128 + c_row * 8 + c_col).reshape(-1)
+
+        def halves(regs, typ):  # (L, 2 * len(regs)) float64: lower half first
+            h = np.stack(regs, axis=1).astype(np.uint32).view(np.uint16)  # little-endian: low half first
+            return (_bf16_to_f32(h) if typ == "bf16" else h.view(np.float16)).astype(np.float64)
 
         def mma(w, b, mask):
-            for wr in writers:
-                wr(w, zero, mask)
+            av = halves([r(w, b) for r in ra], at)
+            bv = halves([r(w, b) for r in rb], bt)
+            if ct == "f32":
+                cv = np.stack([r(w, b) for r in rc], axis=1).astype(np.float64)
+            else:
+                cv = halves([r(w, b) for r in rc], "f16")
+            A = np.empty(nw * 256)
+            B = np.empty(nw * 128)
+            C = np.empty(nw * 128)
+            A[a_at] = av.reshape(-1)
+            B[b_at] = bv.reshape(-1)
+            C[c_at] = cv.reshape(-1)
+            D = (A.reshape(nw, 16, 16) @ B.reshape(nw, 16, 8) + C.reshape(nw, 16, 8)).reshape(-1)[c_at].reshape(self.L, 4)
+            if dt == "f32":
+                for k, wr in enumerate(writers):
+                    wr(w, D[:, k].astype(np.float32), mask)
+            else:
+                h = _to_f16(D.reshape(-1), 0.0, "rn").view(np.uint16).reshape(self.L, 4).astype(np.uint32)
+                for k, wr in enumerate(writers):
+                    wr(w, h[:, 2 * k] | (h[:, 2 * k + 1] << np.uint32(16)), mask)
+        return mma
+
+    # wmma ---------------------------------------------------------------------
+    # Fragments are opaque to the program, so the interpreter picks its own per-lane layout:
+    # a/b (16-bit, 16x16): register k of lane l holds the pair p = (32 k + l) % 128 of the
+    # matrix in memory order (elements 2p, 2p + 1 of the 16 x 16 block as laid out in memory,
+    # so every pair is held twice); the mma reads .row/.col from its own qualifiers. c/d (f32):
+    # register k of lane l holds element 32 k + l of the logical (row-major) matrix.
+    # Memory accesses follow what the SASS does (Nsight Compute on the zoo's gemm_wmma): an a/b
+    # load is one LDSM.x4-like access, 16 bytes per lane (lane l: memory row l / 2, columns
+    # 8 (l % 2) ..+8); a c load or d store is 4 accesses of 8 bytes per lane (access j, lane
+    # l: the memory-order pair 32 j + l). Each access counts like a per-lane ld/st of its size:
+    # one request per warp, sectors, shared wavefronts.
+    _WMMA_SHAPE = "m16n16k16"
+
+    def _wmma_accesses(self, frag: str):
+        """[(size in bytes, per-lane (memory row, memory column))] of one fragment load/store."""
+        lane = np.arange(WARP)
+        if frag in ("a", "b"):
+            return [(16, lane // 2, 8 * (lane % 2))]
+        return [(8, (32 * j + lane) // 8, 2 * ((32 * j + lane) % 8)) for j in range(4)]
+
+    def _wmma_form(self, inst, unknown, frag_ok):
+        mods = inst.mods
+        frag = next((m for m in ("a", "b", "c", "d") if m in mods), None)
+        layout = [m for m in ("row", "col") if m in mods]
+        space = [m for m in unknown if m in ("global", "shared", "generic")]
+        rest = [m for m in unknown if m not in ("a", "b", "c", "d", "row", "col", "load", "store", self._WMMA_SHAPE) and m not in space]
+        t = _type_of(mods)
+        if rest or frag not in frag_ok or len(layout) != 1 or self._WMMA_SHAPE not in mods or len(space) > 1:
+            raise UnsupportedInstruction(inst, "wmma form (m16n16k16 a/b f16/bf16, c/d f32 only)")
+        if (frag in ("a", "b") and t not in ("f16", "bf16")) or (frag in ("c", "d") and t != "f32"):
+            raise UnsupportedInstruction(inst, "wmma fragment type")
+        return frag, layout[0], (space[0] if space else "generic"), t
+
+    def _wmma_lanes(self, inst, mask):
+        lanes = np.nonzero(mask)[0]
+        if len(lanes) == 0:
+            return None
+        full = mask.reshape(-1, WARP)
+        warps = full.any(axis=1)
+        if not full[warps].all():
+            raise InterpreterError(f"line {inst.line}: {inst.text!r}: wmma executed by part of a warp")
+        return lanes
+
+    def _op_wmma(self, inst, index, unknown):
+        if "load" in inst.mods:
+            return self._wmma_load(inst, unknown)
+        if "store" in inst.mods:
+            return self._wmma_store(inst, unknown)
+        if "mma" in inst.mods:
+            return self._wmma_mma(inst, index, unknown)
+        raise UnsupportedInstruction(inst)
+
+    def _wmma_setup(self, inst, frag, layout, space):
+        ops = inst.operands
+        addr_op, stride_op = (ops[1], ops[2] if len(ops) > 2 else None) if frag != "d" else (ops[0], ops[2] if len(ops) > 2 else None)
+        addr = self._address(addr_op, space, inst)
+        stride = self._reader(stride_op, "u32", inst) if stride_op is not None else (lambda w, b: np.full(self.L, 16, dtype=np.uint32))
+        regs = ops[0] if frag != "d" else ops[1]
+        if not isinstance(regs, Vec) or len(regs.items) != 8:
+            raise UnsupportedInstruction(inst, "wmma fragment registers")
+        return addr, stride, list(regs.items)
+
+    def _wmma_load(self, inst, unknown):
+        frag, layout, space, _ = self._wmma_form(inst, [m for m in unknown if m != "load"], ("a", "b", "c"))
+        addr, stride, regs = self._wmma_setup(inst, frag, layout, space)
+        es = 2 if frag in ("a", "b") else 4
+        writers = [self._writer(r, "b32" if es == 2 else "f32", inst) for r in regs]
+        accesses = self._wmma_accesses(frag)
+        nw = self.L // WARP
+        lane_all = np.arange(self.L) & (WARP - 1)
+        warp_all = np.arange(self.L) // WARP
+
+        def load(w, b, mask):
+            lanes = self._wmma_lanes(inst, mask)
+            if lanes is None:
+                return
+            base, st = addr(w, b)[lanes], stride(w, b)[lanes].astype(np.uint64)
+            lane, warp = lanes & (WARP - 1), lanes // WARP
+            mem = np.zeros((nw, 16, 16 * es), dtype=np.uint8)  # the block in memory order, bytes
+            for size, row, col in accesses:
+                r, cl = row[lane], col[lane]
+                a = base + (r.astype(np.uint64) * st + cl.astype(np.uint64)) * np.uint64(es)
+                data = np.zeros((len(lanes), size), dtype=np.uint8)
+                for sp, sub, rel in self._classify(a, space):
+                    sel = slice(None) if sub is None else sub
+                    data[sel] = self._load_bytes(w, b, sp, rel, lanes[sel], size, inst)
+                mem[warp[:, None], r[:, None], cl[:, None] * es + np.arange(size)] = data
+            if es == 2:
+                pairs = mem.view(np.uint32).reshape(nw, 128)
+                for k, wr in enumerate(writers):
+                    wr(w, pairs[warp_all, (32 * k + lane_all) % 128], mask)
+            else:
+                m = mem.view(np.float32).reshape(nw, 16, 16)
+                if layout == "col":
+                    m = m.transpose(0, 2, 1)
+                flat = m.reshape(nw, 256)
+                for k, wr in enumerate(writers):
+                    wr(w, flat[warp_all, 32 * k + lane_all], mask)
+        return load
+
+    def _wmma_store(self, inst, unknown):
+        frag, layout, space, _ = self._wmma_form(inst, [m for m in unknown if m != "store"], ("d",))
+        if space in ("const", "param"):
+            raise UnsupportedInstruction(inst, f"{space} state space")
+        addr, stride, regs = self._wmma_setup(inst, frag, layout, space)
+        readers = [self._reader(r, "f32", inst) for r in regs]
+        accesses = self._wmma_accesses(frag)
+        nw = self.L // WARP
+        lane_all = np.arange(self.L) & (WARP - 1)
+        warp_all = np.arange(self.L) // WARP
+        c = self.counters
+
+        def store(w, b, mask):
+            lanes = self._wmma_lanes(inst, mask)
+            if lanes is None:
+                return
+            flat = np.zeros((nw, 256), dtype=np.float32)
+            for k, r in enumerate(readers):
+                flat[warp_all, 32 * k + lane_all] = r(w, b)
+            m = flat.reshape(nw, 16, 16)
+            if layout == "col":
+                m = m.transpose(0, 2, 1)
+            mem = np.ascontiguousarray(m).view(np.uint8)  # (nw, 16, 64) bytes in memory order
+            base, st = addr(w, b)[lanes], stride(w, b)[lanes].astype(np.uint64)
+            lane, warp = lanes & (WARP - 1), lanes // WARP
+            for size, row, col in accesses:
+                r, cl = row[lane], col[lane]
+                a = base + (r.astype(np.uint64) * st + cl.astype(np.uint64)) * np.uint64(4)
+                data = mem[warp[:, None], r[:, None], cl[:, None] * 4 + np.arange(size)]
+                for sp, sub, rel in self._classify(a, space):
+                    sel = lanes if sub is None else lanes[sub]
+                    d = data if sub is None else data[sub]
+                    if sp == "global":
+                        self.memory.write(rel, d, inst)
+                        self._count_global(c, "store", b, rel, size, sel)
+                    elif sp == "shared":
+                        _flat_write(b.shared, self._shared_offsets(b, rel, sel, size, inst), d, "shared", inst)
+                        wf, ideal = _wavefronts(rel, size, sel)
+                        c.shared_store_requests += _warp_count(sel)
+                        c.shared_store_wavefronts += wf
+                        c.shared_ideal_wavefronts += ideal
+                    else:
+                        self._local_write(w, rel, sel, d, inst)
+                        c.local_store_sectors += _local_sectors(sel, size)
+        return store
+
+    def _wmma_mma(self, inst, index, unknown):
+        """D = A B + C per warp, in float64 rounded once to f32; counted as 2 HMMA.16816.F32."""
+        layouts = [m for m in inst.mods if m in ("row", "col")]
+        types = [m for m in inst.mods if m in _TYPES]
+        rest = [m for m in unknown if m not in ("mma", "row", "col", self._WMMA_SHAPE)]
+        if rest or len(layouts) != 2 or self._WMMA_SHAPE not in inst.mods:
+            raise UnsupportedInstruction(inst, "wmma.mma form")
+        if len(types) == 2:
+            dt, ct, at = types[0], types[1], "f16"
+        elif len(types) == 4 and types[1] == types[2]:
+            dt, at, _, ct = types
+        else:
+            raise UnsupportedInstruction(inst, "wmma.mma types")
+        if dt != "f32" or ct != "f32" or at not in ("f16", "bf16"):
+            raise UnsupportedInstruction(inst, "wmma.mma types (f32 accumulators, f16/bf16 inputs only)")
+        ops = inst.operands
+        if len(ops) != 4 or not all(isinstance(o, Vec) and len(o.items) == 8 for o in ops):
+            raise UnsupportedInstruction(inst, "operands")
+        writers = [self._writer(o, "f32", inst) for o in ops[0].items]
+        ra = [self._reader(o, "b32", inst) for o in ops[1].items[:4]]  # registers 4..7 repeat 0..3
+        rb = [self._reader(o, "b32", inst) for o in ops[2].items[:4]]
+        rc = [self._reader(o, "f32", inst) for o in ops[3].items]
+        self._tensor_names[index] = "HMMA.16816.F32"
+        self._tensor_per_warp[index] = 2
+        nw = self.L // WARP
+        lane_all = np.arange(self.L) & (WARP - 1)
+        warp_all = np.arange(self.L) // WARP
+        a_row, b_row = layouts
+
+        def matrix(regs, w, b, transpose):
+            pairs = np.zeros((nw, 128), dtype=np.uint32)
+            for k, r in enumerate(regs):
+                pairs[warp_all, 32 * k + lane_all] = r(w, b)
+            h = pairs.view(np.uint16).reshape(nw, 16, 16)
+            v = (_bf16_to_f32(h) if at == "bf16" else h.view(np.float16)).astype(np.float64)
+            return v.transpose(0, 2, 1) if transpose else v
+
+        def mma(w, b, mask):
+            if self._wmma_lanes(inst, mask) is None:
+                return
+            A = matrix(ra, w, b, a_row == "col")
+            B = matrix(rb, w, b, b_row == "col")
+            C = np.zeros((nw, 256))
+            for k, r in enumerate(rc):
+                C[warp_all, 32 * k + lane_all] = r(w, b)
+            D = (A @ B + C.reshape(nw, 16, 16)).reshape(nw, 256).astype(np.float32)
+            for k, wr in enumerate(writers):
+                wr(w, D[warp_all, 32 * k + lane_all], mask)
         return mma
 
     # memory -------------------------------------------------------------------
@@ -1728,7 +2359,7 @@ class Interpreter:
                 flops[fl[0]] = flops.get(fl[0], 0.0) + fl[1] * c.threads_by_pc[i]
             if i in self._tensor_names:
                 name = self._tensor_names[i]
-                tensor[name] = tensor.get(name, 0.0) + k
+                tensor[name] = tensor.get(name, 0.0) + k * self._tensor_per_warp.get(i, 1)
         return {
             "counts": {
                 "global_load_requests": c.global_load_requests, "global_load_sectors": c.global_load_sectors,
