@@ -46,15 +46,35 @@ def gpus(show: str | None, fmt: str) -> None:
         click.echo(f"  {p['name']:36} {p['value']:>16,.6g} {p['unit']:14} {p['source']:14} {p['ref']}")
 
 
+SOURCE_SUFFIXES = (".cu", ".cuh")
+LAUNCH_OPTIONS = ("grid", "block", "smem", "arg", "buffer", "program_arg")
+
+
 @cli.command()
-@click.argument("profile_path", metavar="PROFILE", type=click.Path(dir_okay=True))
+@click.argument("path", metavar="PROFILE|SOURCE.cu", type=click.Path(dir_okay=True))
 @click.option("--gpu", "gpu_id", required=True, help="Target GPU id (see `perfmodel gpus`).")
 @click.option("--kernel", help="Kernel id, exact name, function name or name substring.")
+@click.option("--grid", help="SOURCE: grid of the launch, X[,Y[,Z]] (with --block: replaces launch discovery).")
+@click.option("--block", help="SOURCE: block of the launch, X[,Y[,Z]].")
+@click.option("--smem", help="SOURCE: dynamic shared memory per block, bytes (K/M suffixes).")
+@click.option("--arg", "arg", multiple=True, metavar="NAME=VALUE", help="SOURCE: a scalar kernel argument (repeatable).")
+@click.option("--buffer", "buffer", multiple=True, metavar="NAME=BYTES", help="SOURCE: a pointer argument's buffer size (repeatable; zero-filled).")
+@click.option("--program-arg", "program_arg", multiple=True, metavar="ARG", help="SOURCE: an argument for the program's main during launch discovery (repeatable).")
+@click.option("--explain", is_flag=True, help="SOURCE: show the work counted by interpreting the PTX, and how.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def predict(profile_path: str, gpu_id: str, kernel: str | None, fmt: str) -> None:
-    """Predict each kernel's time on GPU from the work counts in PROFILE."""
+def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool, **launch_flags) -> None:
+    """Predict each kernel's time on GPU from the work counts in a PROFILE, or from a CUDA
+    SOURCE.cu with no GPU: the program's host code runs against a recording CUDA runtime to
+    find its launches (or the flags give one), and each kernel's PTX is interpreted on a
+    sample of its blocks to count its work."""
     hardware = gpu(gpu_id)
-    profile = load_profile(profile_path, metrics=raw_metrics())
+    if Path(path).suffix in SOURCE_SUFFIXES:
+        _predict_source(Path(path), hardware, kernel, fmt, explain, launch_flags)
+        return
+    given = [f"--{name.replace('_', '-')}" for name in LAUNCH_OPTIONS if launch_flags[name]] + (["--explain"] if explain else [])
+    if given:
+        raise KeetError(f"{path}: {', '.join(given)}: for CUDA sources ({', '.join(SOURCE_SUFFIXES)}) only, not profiles")
+    profile = load_profile(path, metrics=raw_metrics())
     kernels = profile.select(kernel)
     if not kernels:
         raise KeetError(f"{profile.source}: no kernel matches {kernel!r}")
@@ -64,27 +84,97 @@ def predict(profile_path: str, gpu_id: str, kernel: str | None, fmt: str) -> Non
             results.append(predict_kernel(hardware, features(profile, k)).as_dict())
         except ValueError as exc:  # the launch cannot run on the target (a block exceeds a limit)
             results.append({"name": k.name, "predicted_ns": None, "error": str(exc)})
+    _report(str(profile.source), hardware, results, fmt)
+
+
+def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain: bool, flags: dict) -> None:
+    from perfmodel.static.source import StaticError, static_kernels
+
+    counted = static_kernels(path, hardware.id, kernel=kernel, grid=flags["grid"], block=flags["block"], smem=flags["smem"],
+                             args=flags["arg"], buffers=flags["buffer"], argv=flags["program_arg"])
+    results: list[dict] = []
+    for item in counted:
+        if isinstance(item, StaticError):
+            name = item.launch.name if item.launch else str(path)
+            results.append({"name": name, "predicted_ns": None, "error": str(item)})
+            continue
+        launch = item.launch
+        entry = {"grid": list(launch.grid), "block": list(launch.block), "launches": launch.count}
+        try:
+            entry = predict_kernel(hardware, item.features).as_dict() | entry
+        except ValueError as exc:
+            entry |= {"name": launch.name, "predicted_ns": None, "error": str(exc)}
+        entry["approximations"] = item.approximations
+        if explain or fmt == "json":
+            entry["static"] = item.summary()
+        results.append(entry)
+    if not any(r["predicted_ns"] is not None for r in results):
+        raise KeetError(next(r["error"] for r in results))
+    _report(str(path), hardware, results, fmt, explain)
+
+
+def _report(source: str, hardware, results: list[dict], fmt: str, explain: bool = False) -> None:
     if fmt == "json":
-        click.echo(json.dumps({"gpu": hardware.id, "kernels": results}, indent=1))
+        click.echo(json.dumps({"gpu": hardware.id, "kernels": results}, indent=1, default=str))
         return
-    click.echo(f"{profile.source} -> {hardware.name}")
+    click.echo(f"{source} -> {hardware.name}")
     for r in results:
         if r["predicted_ns"] is None:
             click.echo(f"  {r['name']}: not predicted: {r['error']}")
             continue
         parts = ", ".join(f"{name} {si(ns, 'ns')}" for name, ns in list(r["breakdown"].items())[:4])
         at_least = ">= " if r["lower_bound"] else ""
-        click.echo(f"  {r['name']}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})")
+        launch = f"<<<{tuple(r['grid'])}, {tuple(r['block'])}>>> x{r['launches']} " if "grid" in r else ""
+        click.echo(f"  {r['name']} {launch}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})")
+        if explain and "static" in r:
+            _explain_static(r["static"])
+
+
+def _explain_static(static: dict) -> None:
+    """The work the interpreter counted, for people checking the prediction's inputs."""
+    blocks = ", ".join(str(tuple(b)) for b in static["sampled_blocks"])
+    click.echo(f"    interpreted blocks {blocks} ({static['sampled_warps_per_block']} warps each; counts x{static['scale']:,.6g} "
+               f"for the grid; {static['interpret_seconds']} s)")
+    click.echo(f"    registers {static['registers_per_thread']}, shared {static['shared_bytes_per_block']} B/block, "
+               f"L1 hit rate {static['l1_hit_rate']:.0%}, footprint read {si(static['footprint_read_bytes'], 'B')} "
+               f"write {si(static['footprint_write_bytes'], 'B')}")
+    for name, value in static["counts"].items():
+        click.echo(f"    {name:34} {value:>18,.0f}" if value >= 100 else f"    {name:34} {value:>18,.4g}")
+    for label in ("warp_instructions_by_pipe", "flops", "tensor_instructions"):
+        if static[label]:
+            click.echo(f"    {label}: " + ", ".join(f"{k} {v:,.0f}" for k, v in static[label].items()))
+    if static["barriers"]:
+        click.echo(f"    barriers (warp-level): {static['barriers']:,.0f}")
+    for note in static["approximations"]:
+        click.echo(f"    approximation: {note}")
 
 
 @cli.command()
 @click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=MANIFEST, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
-def validate(manifest: Path, fmt: str) -> None:
+@click.option("--recount-static", is_flag=True, help="First re-derive every zoo program's work from its source alone "
+              "(minutes: compile, launch discovery, PTX interpretation) into profiles/static/zoo_features.json.")
+def validate(manifest: Path, fmt: str, recount_static: bool) -> None:
     """Model error on the measured zoo, per setting, beside the naive roofline (markdown: the
     whole of docs/validation.md)."""
-    from perfmodel.validate import document, rows, summary, zoo_features
+    from perfmodel.validate import (
+        STATIC_FEATURES,
+        document,
+        rows,
+        static_zoo_features,
+        summary,
+        zoo_features,
+    )
 
+    if recount_static:
+        def progress(gpu_id: str, program: str, result: dict) -> None:
+            state = f"{result['seconds']} s" if "seconds" in result else f"not counted: {result['error']}"
+            click.echo(f"{gpu_id} {program}: {state}", err=True)
+
+        counted = static_zoo_features(json.loads(manifest.read_text()), manifest.parent, progress=progress)
+        target = manifest.parent / STATIC_FEATURES
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(json.dumps(counted, indent=1, sort_keys=True) + "\n")
     if fmt == "json":
         manifest_data = json.loads(manifest.read_text())
         all_rows = rows(manifest_data, zoo_features(manifest_data, manifest.parent))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keet.errors import KeetError
 from keet.ingest import load_profile
 from perfmodel import published
 from perfmodel.features import KernelFeatures, features, raw_metrics
@@ -24,6 +25,14 @@ SETTINGS = (("h100", "h100"), ("h200", "h200"), ("h100", "h200"), ("h200", "h100
 OTHER_GPUS = ("b200", "a100", "mi300a", "mi300x", "mi250x")
 # issue 4's targets: same-GPU median and p90, cross-GPU median, margin over the naive roofline
 TARGETS = {"same_median": 0.10, "same_p90": 0.25, "cross_median": 0.12, "naive_factor": 5.0}
+# issue 6's targets for predictions from source (no profile): median APE, margin over the naive roofline
+STATIC_TARGETS = {"median": 0.20, "naive_factor": 4.0}
+STATIC_GPUS = ("h100", "h200")
+STATIC_FEATURES = "static/zoo_features.json"  # beside the manifest; written by `perfmodel validate --recount-static`
+# counts compared between the interpreter and Nsight Compute (feature name -> column title)
+COMPARED_COUNTS = {"instructions": "instructions", "global_load_sectors": "load sectors", "global_store_sectors": "store sectors",
+                   "shared_load_wavefronts": "shared load wavefronts", "shared_bank_conflicts": "bank conflicts",
+                   "l2_sectors_read": "L2 read sectors", "dram_bytes_read": "DRAM read bytes"}
 
 
 @dataclass
@@ -82,6 +91,60 @@ def rows(manifest: dict, zoo: dict[str, dict[str, KernelFeatures]]) -> list[Row]
     return result
 
 
+def static_zoo_features(manifest: dict, root: Path, gpu_ids: tuple[str, ...] = STATIC_GPUS,
+                        progress=None) -> dict[str, dict[str, dict]]:
+    """GPU -> program -> {"features": KernelFeatures as a dict, "approximations", "seconds"} or
+    {"error"}: every zoo program predicted from its source alone (compile, launch discovery,
+    PTX interpretation), the manifest's kernel picked among the program's launches."""
+    import time
+
+    from perfmodel.static.source import StaticError, static_kernels
+
+    out: dict[str, dict[str, dict]] = {}
+    for gpu_id in gpu_ids:
+        out[gpu_id] = {}
+        for entry in manifest["kernels"]:
+            start = time.perf_counter()
+            try:
+                found = [k for k in static_kernels(root / entry["source"], gpu_id)
+                         if k.launch is not None and k.launch.name.split("(")[0].split("::")[-1] == entry["kernel"]]
+            except KeetError as exc:
+                found = [StaticError(str(exc))]
+            seconds = time.perf_counter() - start
+            if not found:
+                result = {"error": f"the program never launched {entry['kernel']}"}
+            elif isinstance(found[0], StaticError):
+                result = {"error": str(found[0]).replace(str(root) + "/", "")}
+            else:
+                result = {"features": found[0].features.as_dict(), "approximations": found[0].approximations,
+                          "seconds": round(seconds, 1)}
+            out[gpu_id][entry["program"]] = result
+            if progress:
+                progress(gpu_id, entry["program"], result)
+    return out
+
+
+def load_static_features(root: Path) -> dict[str, dict[str, KernelFeatures | str]]:
+    """The committed static features: GPU -> program -> KernelFeatures, or the error text."""
+    data = json.loads((root / STATIC_FEATURES).read_text())
+    return {g: {p: KernelFeatures(**r["features"]) if "features" in r else r["error"] for p, r in progs.items()}
+            for g, progs in data.items()}
+
+
+def static_rows(manifest: dict, static: dict[str, dict[str, KernelFeatures | str]]) -> list[Row]:
+    """Predictions from source vs the measured times, on the GPU the work was counted for."""
+    result = []
+    for gpu_id, programs in static.items():
+        hardware = gpu(gpu_id)
+        for entry in manifest["kernels"]:
+            work = programs.get(entry["program"])
+            if isinstance(work, KernelFeatures):
+                p = predict(hardware, work)
+                result.append(Row(entry["program"], entry["kernel"], "source", gpu_id, entry["measured"][gpu_id]["median_ms"] * 1e6,
+                                  p.predicted_ns, p.bound, naive_roofline_ns(hardware, work)))
+    return result
+
+
 def other_gpu_predictions(zoo: dict[str, KernelFeatures], gpu_ids: tuple[str, ...] = OTHER_GPUS) -> dict[tuple[str, str], Prediction | str]:
     """(program, gpu) -> the prediction from the H100 profile, or why the launch cannot run there."""
     out: dict[tuple[str, str], Prediction | str] = {}
@@ -97,7 +160,8 @@ def other_gpu_predictions(zoo: dict[str, KernelFeatures], gpu_ids: tuple[str, ..
 
 def summary(all_rows: list[Row]) -> list[dict]:
     out = []
-    for source, target in SETTINGS:
+    settings = list(dict.fromkeys((r.source, r.target) for r in all_rows))
+    for source, target in settings:
         chosen = [r for r in all_rows if r.source == source and r.target == target]
         if not chosen:
             continue
@@ -123,6 +187,32 @@ def targets_status(summaries: list[dict]) -> list[str]:
     factor = min(s["naive_median_ape"] / s["median_ape"] for s in summaries if s["median_ape"] > 0)
     lines.append(f"- median error at least {TARGETS['naive_factor']:g}x below the naive roofline's: "
                  f"{'met' if factor >= TARGETS['naive_factor'] else 'NOT met'} (smallest ratio {factor:.1f}x)")
+    return lines
+
+
+def static_targets_status(summaries: list[dict], failed: list[str]) -> list[str]:
+    """One line per target of issue 6."""
+    worst = max(s["median_ape"] for s in summaries)
+    figures = ", ".join(f"{s['target']} {s['median_ape']:.1%}" for s in summaries)
+    factor = min(s["naive_median_ape"] / s["median_ape"] for s in summaries if s["median_ape"] > 0)
+    return [(f"- median APE <= {STATIC_TARGETS['median']:.0%}: {'met' if worst <= STATIC_TARGETS['median'] and not failed else 'NOT met'} "
+            f"({figures}{'; not predicted: ' + ', '.join(failed) if failed else ''})"),
+            (f"- median error at least {STATIC_TARGETS['naive_factor']:g}x below the naive roofline's from the same static counts: "
+            f"{'met' if factor >= STATIC_TARGETS['naive_factor'] else 'NOT met'} (smallest ratio {factor:.1f}x)")]
+
+
+def count_comparison_table(static: dict[str, KernelFeatures | str], measured: dict[str, KernelFeatures]) -> list[str]:
+    """Static counts over Nsight Compute's for each program (1.00 = equal)."""
+    lines = ["| program | " + " | ".join(COMPARED_COUNTS.values()) + " |", "|---|" + "---|" * len(COMPARED_COUNTS)]
+    for program, work in static.items():
+        if not isinstance(work, KernelFeatures):
+            lines.append(f"| {program} | " + " | ".join("not counted" for _ in COMPARED_COUNTS) + " |")
+            continue
+        cells = []
+        for name in COMPARED_COUNTS:
+            ours, theirs = work.counts.get(name, 0.0), measured[program].counts.get(name, 0.0)
+            cells.append("-" if not ours and not theirs else f"{ours / theirs:.2f}" if theirs else f"{ours:,.0f} vs 0")
+        lines.append(f"| {program} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -173,12 +263,30 @@ def document(manifest_path: Path) -> str:
                     "GPUs exist here; the published measurements below are the only check. A missing hardware parameter "
                     "drops its bound and the prediction is then marked >= (a lower bound; `perfmodel predict --format json` "
                     "names the missing parameters).")
+    static = load_static_features(Path(manifest_path).parent)
+    static_all = static_rows(manifest, static)
+    failed = sorted({f"{p} ({g})" for g, progs in static.items() for p, w in progs.items() if not isinstance(w, KernelFeatures)})
+    seconds = json.loads((Path(manifest_path).parent / STATIC_FEATURES).read_text())
+    times = [r["seconds"] for progs in seconds.values() for r in progs.values() if "seconds" in r]
+    static_intro = ("`perfmodel predict SOURCE.cu --gpu G` with no profile and no flags: each zoo program compiled with the "
+                    "PyPI nvcc, its launches found by running its host code against the recording runtime, each kernel's PTX "
+                    "interpreted on a sample of blocks (docs/ptx_interpreter.md), then the same model as above. Counts from "
+                    f"`perfmodel validate --recount-static` (profiles/{STATIC_FEATURES}); per program {min(times):.1f}-{max(times):.1f} s "
+                    f"on this project's 2-core machine (median {float(np.median(times)):.1f} s), compile and discovery included. "
+                    "The naive roofline uses the same static counts.")
     published_intro = ("Each figure from its cited source (perfmodel/data/published_results.toml), converted from the "
                        "model's prediction for the comparable zoo program (bytes or FLOPs over predicted time).")
     return "\n".join([
         "# Validation", "", intro, "",
         "## Targets (issue 4)", "", *targets_status(summary(all_rows)), "",
         "## Errors on H100 and H200", "", *error_table(all_rows), "",
+        "## Predictions from source, with no GPU (issue 6)", "", static_intro, "",
+        *static_targets_status(summary(static_all), failed), "",
+        *error_table(static_all), "",
+        *([f"Not predicted: {'; '.join(f'{p} on {g}: {w}' for g, progs in static.items() for p, w in progs.items() if not isinstance(w, KernelFeatures))}.", ""]
+          if failed else []),
+        "Static counts over the Nsight Compute counts of the same kernel (H100 zoo report):", "",
+        *count_comparison_table(static.get("h100", {}), zoo["h100"]), "",
         "## Predictions on the other GPUs", "", others_intro, "",
         *other_gpus_table(others, programs), "",
         *([f"Cannot launch: {'; '.join(unlaunchable)}.", ""] if unlaunchable else []),

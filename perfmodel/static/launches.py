@@ -316,14 +316,15 @@ def merge_identical(launches: list[Launch], by: str = "args") -> list[Launch]:
 
 def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | None = None, argv: list[str] | tuple[str, ...] = (),
                       workdir: str | Path | None = None, unique: bool | str = True, timeout: float = TIMEOUT_S,
-                      memory_bytes: int = MEMORY_LIMIT_BYTES, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES) -> Launches:
+                      memory_bytes: int = MEMORY_LIMIT_BYTES, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES,
+                      program: Path | None = None) -> Launches:
     """The kernel launches of the self-contained program CU_PATH, recorded with no GPU for GPU_ID.
 
     compiled: the program compiled for GPU_ID (compile_cu), to reuse its PTX; argv: the
     program's arguments; workdir: where buffer snapshots are kept (default: a temporary folder
     removed once no returned Buffer refers to it); unique: True or "args" merges identical
     launches, "config" merges launches of the same kernel and configuration whatever their
-    arguments, False returns every launch."""
+    arguments, False returns every launch; program: the program already built by build_program."""
     if unique not in (True, False, "args", "config"):
         raise ValueError(f"unique must be True, False, 'args' or 'config', not {unique!r}")
     cu_path = Path(cu_path)
@@ -344,7 +345,7 @@ def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | 
         folder.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="perfmodel-build-"))
     try:
-        exe = build_program(cu_path, gpu_id, build / "program")
+        exe = program or build_program(cu_path, gpu_id, build / "program")
         spec = build / "kernels.spec"
         spec.write_text(spec_text(compiled, gpu_id))
         record = folder / "launches.jsonl"

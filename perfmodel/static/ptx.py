@@ -14,12 +14,14 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from keet.errors import KeetError
+
 TYPE_BITS = {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16,
              "b32": 32, "u32": 32, "s32": 32, "f32": 32, "f16x2": 32, "bf16x2": 32,
              "b64": 64, "u64": 64, "s64": 64, "f64": 64, "b128": 128, "pred": 1}
 
 
-class PTXParseError(ValueError):
+class PTXParseError(KeetError):
     """PTX text this parser does not understand (names the line)."""
 
 
@@ -141,7 +143,7 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _REG_DECL = re.compile(r"^\.reg\s+\.(\w+)\s+(.+)$")
 _ARRAY = re.compile(r"^(%?[\w$.]+)<(\d+)>$")
 _VAR_DECL = re.compile(r"^(\.extern\s+)?\.(shared|local)\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$.]+)(?:\[(\d*)\])?(?:\s*=.*)?$", re.DOTALL)
-_PARAM = re.compile(r"^\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.\w+\s+)*)?([\w$.]+)(?:\[(\d+)\])?$")
+_PARAM = re.compile(r"^\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.\w+\s+(?:\d+\s+)?)*)?([\w$.]+)(?:\[(\d+)\])?$")
 _HEADER = re.compile(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$.]+)\s*\(?", re.DOTALL)
 _INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+U?|0[0-7]*U?|[1-9]\d*U?)$")
 

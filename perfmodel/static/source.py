@@ -11,8 +11,11 @@ profile would be (perfmodel/retarget.py).
 
 from __future__ import annotations
 
+import functools
+import tempfile
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,25 +27,27 @@ from perfmodel.hardware import GPU, gpu
 from perfmodel.static import traffic
 from perfmodel.static.compile import ARCHS, Compiled, compile_cu
 from perfmodel.static.interpreter import (
-    GLOBAL_BASE,
-    GLOBAL_STRIDE,
     InterpreterError,
     Memory,
     Pointer,
     count_work,
 )
 from perfmodel.static.launch_spec import launch_from_spec
-from perfmodel.static.launches import Launch, discover_launches
-from perfmodel.static.ptx import parse
+from perfmodel.static.launches import Launch, build_program, discover_launches
+from perfmodel.static.ptx import Module, parse
 
 # Lanes interpreted together: enough blocks to represent the grid, few enough to stay fast.
-MAX_SAMPLED_LANES = 4096
+MAX_SAMPLED_LANES = 1024
 MIN_SAMPLED_BLOCKS, MAX_SAMPLED_BLOCKS = 3, 8
 COUNTING_GPU = "h100"  # whose build is interpreted for targets without a CUDA architecture
 
 
 class StaticError(KeetError):
     """A launch could not be interpreted (unsupported PTX, a fault, missing data)."""
+
+    def __init__(self, message: str, launch: Launch | None = None):
+        super().__init__(message)
+        self.launch = launch
 
 
 @dataclass
@@ -73,7 +78,8 @@ class StaticKernel:
 
 
 def sample_size(grid_blocks: int, threads_per_block: int) -> int:
-    """Blocks to interpret: 3 to 8, as many as fit MAX_SAMPLED_LANES (all when the grid is smaller)."""
+    """Blocks to interpret: 3 to 8, as many as fit MAX_SAMPLED_LANES (all when the grid is
+    smaller). The cost of a step grows little up to about a thousand lanes."""
     warps = -(-threads_per_block // 32)
     fit = MAX_SAMPLED_LANES // (warps * 32)
     return min(grid_blocks, max(MIN_SAMPLED_BLOCKS, min(MAX_SAMPLED_BLOCKS, fit)))
@@ -85,16 +91,18 @@ def _inputs(launch: Launch) -> tuple[Memory, list, list[int], list[str]]:
     structs) rewritten to the interpreter's addresses."""
     notes: list[str] = []
     arrays: dict[str, np.ndarray] = {}
+    names: dict[int, str] = {}
     for buf in launch.buffers.values():
-        data = buf.read()
-        if data is None:
+        if buf.content == "file" and buf.path is not None:
+            data = np.memmap(buf.path, dtype=np.uint8, mode="c")  # copy-on-write: only touched pages are read
+        elif buf.content == "skipped":
             notes.append(f"buffer {buf.id} ({buf.size} bytes) was not saved ({buf.reason}): read as zeros")
             data = np.zeros(buf.size, np.uint8)
-        elif buf.content == "uninitialized":
-            notes.append(f"buffer {buf.id} was never written by the host: read as zeros")
-        arrays[buf.name if buf.kind == "symbol" and buf.name else f"buffer{buf.id}"] = data.copy()
+        else:
+            data = buf.read()
+        names[buf.id] = buf.name if buf.kind == "symbol" and buf.name else f"buffer{buf.id}"  # a __device__ variable keeps its name
+        arrays[names[buf.id]] = data
     memory = Memory(arrays)
-    names = {buf.id: (buf.name if buf.kind == "symbol" and buf.name else f"buffer{buf.id}") for buf in launch.buffers.values()}
     args: list = []
     for arg in launch.args:
         raw = bytearray(arg.raw)
@@ -110,17 +118,16 @@ def _buffers_touched(keys: np.ndarray | None, ids: list[int]) -> set[int]:
     """Buffer ids of footprint keys (block << 48 | sector)."""
     if keys is None or not len(keys):
         return set()
-    index = ((keys & np.uint64((1 << 48) - 1)) << np.uint64(5)) - np.uint64(GLOBAL_BASE)
-    return {ids[i] for i in np.unique(index // np.uint64(GLOBAL_STRIDE)).tolist() if i < len(ids)}
+    return {ids[i] for i in np.unique(traffic.buffer_index(keys & traffic.SECTOR_MASK)).tolist() if i < len(ids)}
 
 
 def count_launch(compiled: Compiled, launch: Launch, target: GPU, *, earlier: dict[int, str] | None = None,
                  sample: int | None = None) -> StaticKernel:
     """Interpret one launch and turn its counts into the model's features for ``target``."""
     start = time.perf_counter()
-    module = _module(compiled)
+    module = _parsed(compiled.ptx)
     if launch.kernel not in module.kernels:
-        raise StaticError(f"{compiled.source}: no PTX for kernel {launch.name}")
+        raise StaticError(f"{compiled.source}: no PTX for kernel {launch.name}", launch)
     resources = compiled.kernels.get(launch.kernel)
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
@@ -129,11 +136,18 @@ def count_launch(compiled: Compiled, launch: Launch, target: GPU, *, earlier: di
         work = count_work(module.kernels[launch.kernel], launch.grid, launch.block, args, memory,
                           dynamic_shared_bytes=launch.dynamic_shared_bytes, sample=sample or sample_size(blocks, threads))
     except InterpreterError as exc:
-        raise StaticError(f"{compiled.source}: {launch.name}: {exc}") from None
+        raise StaticError(f"{compiled.source}: {launch.name}: {exc}", launch) from None
     written = _buffers_touched(work["footprint"].get("store"), ids)
-    for buffer_id in sorted(_buffers_touched(work["footprint"].get("load"), ids) & set(earlier or {})):
+    loaded = _buffers_touched(np.concatenate([work["footprint"].get(k, np.zeros(0, np.uint64)) for k in ("load", "load_l2")]), ids)
+    for buffer_id in sorted(b for b in loaded if launch.buffers[b].content == "uninitialized"):
+        notes.append(f"reads buffer {buffer_id}, which the host never wrote: read as zeros")
+    for buffer_id in sorted(loaded & set(earlier or {})):
         notes.append(f"reads buffer {buffer_id}, which {earlier[buffer_id]} writes on the GPU before this launch: the "
                      "interpreter reads what the host last wrote there instead")
+    if resources and resources.spill_bytes:
+        notes.append(f"ptxas spills registers ({resources.spill_store_bytes} B stores, {resources.spill_load_bytes} B loads per "
+                     "thread in the code): spill code is made after PTX, so its local-memory traffic is not counted and the "
+                     "time is likely low")
     shared = (resources.shared_bytes if resources else 0) + launch.dynamic_shared_bytes
     registers = resources.registers if resources else None
     occ = occupancy.for_gpu(target, threads, registers or 0, shared)
@@ -159,15 +173,9 @@ def count_launch(compiled: Compiled, launch: Launch, target: GPU, *, earlier: di
                         approximations=notes + work["approximations"] + list(moved.notes), seconds=time.perf_counter() - start)
 
 
-_MODULES: dict[int, object] = {}
-
-
-def _module(compiled: Compiled):
-    key = id(compiled)
-    if key not in _MODULES:
-        _MODULES.clear()
-        _MODULES[key] = parse(compiled.ptx)
-    return _MODULES[key]
+@functools.lru_cache(maxsize=4)
+def _parsed(ptx: str) -> Module:
+    return parse(ptx)
 
 
 def counting_gpu(target_id: str) -> str:
@@ -177,14 +185,15 @@ def counting_gpu(target_id: str) -> str:
 
 def launches_of(path: str | Path, compiled: Compiled, *, kernel: str | None = None, grid: str | None = None,
                 block: str | None = None, smem: str | None = None, args: tuple[str, ...] = (), buffers: tuple[str, ...] = (),
-                argv: tuple[str, ...] = ()) -> list[Launch]:
+                argv: tuple[str, ...] = (), program: Future | None = None) -> list[Launch]:
     """The launches to predict: discovered by running the program's host code, or given by the
     flags (which replace discovery when --grid and --block are both given, else override
-    values of the discovered launches of --kernel)."""
+    values of the discovered launches of --kernel). program: the host program being built
+    (build_program) while the caller compiled the device code."""
     flags = {"kernel": kernel, "grid": grid, "block": block, "smem": smem, "args": args, "buffers": buffers}
     if grid is not None and block is not None:
         return [launch_from_spec(compiled, **flags)]
-    found = discover_launches(path, compiled.gpu_id, compiled=compiled, argv=argv)
+    found = discover_launches(path, compiled.gpu_id, compiled=compiled, argv=argv, program=program.result() if program else None)
     if kernel is not None:
         wanted = compiled.kernel(kernel).name
         found = [launch for launch in found if launch.kernel == wanted]
@@ -195,14 +204,41 @@ def launches_of(path: str | Path, compiled: Compiled, *, kernel: str | None = No
     return found
 
 
-def static_kernels(path: str | Path, target_id: str, **launch_flags) -> list[StaticKernel]:
-    """Every launch of the program at PATH, counted for TARGET_ID (see launches_of for the flags)."""
+def _by_configuration(launches: list[Launch]) -> list[tuple[Launch, int, int]]:
+    """(first launch, launches, distinct argument sets) per kernel configuration (kernel,
+    grid, block, dynamic shared memory), in program order: a loop that passes a counter
+    launches one configuration with thousands of argument sets."""
+    groups: dict[tuple, list[Launch]] = {}
+    for launch in launches:
+        groups.setdefault(launch.key()[:4], []).append(launch)
+    return [(g[0], sum(x.count for x in g), len(g)) for g in groups.values()]
+
+
+def static_kernels(path: str | Path, target_id: str, **launch_flags) -> list[StaticKernel | StaticError]:
+    """One entry per kernel configuration the program at PATH launches (see launches_of for
+    the flags), counted for TARGET_ID; a configuration that cannot be interpreted gives its
+    StaticError instead. Of several argument sets of one configuration the first is counted."""
     target = gpu(target_id)
-    compiled = compile_cu(path, counting_gpu(target.id))
-    out: list[StaticKernel] = []
+    arch_gpu = counting_gpu(target.id)
+    discover = not (launch_flags.get("grid") and launch_flags.get("block"))
+    if not Path(path).is_file():
+        raise KeetError(f"{path}: no such file")
+    with tempfile.TemporaryDirectory(prefix="perfmodel-program-") as tmp, ThreadPoolExecutor(1) as pool:
+        # the host build and the device compile are separate nvcc runs: overlap them
+        program = pool.submit(build_program, Path(path), arch_gpu, Path(tmp) / "program") if discover else None
+        compiled = compile_cu(path, arch_gpu)
+        found = launches_of(path, compiled, program=program, **launch_flags)
+    out: list[StaticKernel | StaticError] = []
     written: dict[int, str] = {}
-    for launch in launches_of(path, compiled, **launch_flags):
-        counted = count_launch(compiled, launch, target, earlier=written)
+    for launch, launches, variants in _by_configuration(found):
+        try:
+            counted = count_launch(compiled, replace(launch, count=launches), target, earlier=written)
+        except StaticError as exc:
+            out.append(exc)
+            continue
+        if variants > 1:
+            counted.approximations.insert(0, f"launched {launches} times with {variants} different argument sets: "
+                                             "the first is interpreted")
         out.append(counted)
         for buffer_id in counted.written_buffers:
             written.setdefault(buffer_id, f"{launch.name} (launch {launch.seq})")

@@ -28,7 +28,7 @@ from perfmodel.hardware import GPU
 from perfmodel.static.interpreter import GLOBAL_BASE, GLOBAL_STRIDE
 
 SECTOR_BYTES = 32
-_SECTOR_MASK = np.uint64((1 << 48) - 1)
+SECTOR_MASK = np.uint64((1 << 48) - 1)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ class Traffic:
     notes: tuple[str, ...]
 
 
-def _buffer_of(sectors: np.ndarray) -> np.ndarray:
+def buffer_index(sectors: np.ndarray) -> np.ndarray:
+    """Which interpreter buffer (its index in Memory) each global sector lies in."""
     return ((sectors << np.uint64(5)) - np.uint64(GLOBAL_BASE)) // np.uint64(GLOBAL_STRIDE)
 
 
@@ -57,7 +58,7 @@ class _Sample:
 
     @classmethod
     def of(cls, keys: np.ndarray) -> _Sample:
-        sectors = keys & _SECTOR_MASK
+        sectors = keys & SECTOR_MASK
         distinct, seen_by = np.unique(sectors, return_counts=True)
         return cls(sectors, distinct, seen_by)
 
@@ -73,7 +74,7 @@ def _grid_footprint(sample: _Sample, sampled_blocks: int, grid_blocks: int, warp
     unsampled block's share of sectors only one sampled block touched, at most the buffer."""
     if len(sample.distinct) == 0:
         return 0.0
-    buffer_of, own_buffer = _buffer_of(sample.distinct), _buffer_of(sample.own_keys())
+    buffer_of, own_buffer = buffer_index(sample.distinct), buffer_index(sample.own_keys())
     unsampled = max(grid_blocks - sampled_blocks, 0)
     total = 0.0
     for b in np.unique(buffer_of):
@@ -131,7 +132,8 @@ def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_bloc
         # dirty lines left in the L2 at the end are not written back during the kernel
         dram_write = write_footprint * (1 - capacity / both)
         notes.append(f"footprint {both / 2**20:.0f} MiB exceeds the {capacity / 2**20:.0f} MiB L2: {1 - capacity / both:.0%} of "
-                     f"the {rereads / 2**20:.0f} MiB of re-reads and of the written footprint go to DRAM")
+                     "the written footprint is written back during the kernel"
+                     + (f", and as much of the {rereads / 2**20:.0f} MiB of re-reads come from DRAM" if rereads else ""))
     return Traffic(l2_sectors_read=l2_read, l2_sectors_write=store_sectors, dram_bytes_read=dram_read,
                    dram_bytes_write=dram_write, l1_hit_rate=hit_rate, footprint_read_bytes=read_footprint,
                    footprint_write_bytes=write_footprint, notes=tuple(notes))
