@@ -47,7 +47,7 @@ COMMON = {
     "dram_read_bytes_per_s", "dram_write_bytes_per_s", "barrier_base_cycles", "barrier_cycles_per_warp", "overlap_exponent",
     "fp32_peak_flops", "fp64_peak_flops", "tensor_fp16_peak_flops",
 }
-NVIDIA_EXTRA = {"l2_partitions", "max_warps_per_scheduler"}
+NVIDIA_EXTRA = {"l2_partitions", "max_warps_per_scheduler", "l2_fetch_granularity_bytes"}
 AMD_EXTRA = {
     "mall_bytes", "mall_bandwidth_bytes_per_s", "xcd_count", "vgprs_per_simd", "agprs_per_simd",
     "sgprs_per_simd", "max_vgprs_per_wave", "lds_banks", "mfma_fp16_flops_per_clk_per_cu",

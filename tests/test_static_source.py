@@ -169,3 +169,10 @@ def test_written_footprint_stays_in_l2_unless_it_overflows():
     capacity = gpu("h100").value("l2_bytes")
     assert t.footprint_write_bytes == 300 * 100_000 * 32
     assert t.dram_bytes_write == pytest.approx(t.footprint_write_bytes - capacity)
+
+
+def test_scattered_sectors_read_whole_fetch_granules_from_dram():
+    every_other = np.concatenate([keys(b, 0, range(b * 2000, b * 2000 + 2000, 2)) for b in range(3)])
+    t = estimate({"load": every_other}, load_sectors=300 * 1000, store_sectors=0)
+    assert gpu("h100").value("l2_fetch_granularity_bytes") == 64
+    assert t.footprint_read_bytes == 300_000 * 32 and t.dram_bytes_read == 2 * 300_000 * 32

@@ -158,6 +158,7 @@ def count_launch(compiled: Compiled, launch: Launch, target: GPU, *, earlier: di
                              store_sectors=counts["global_store_sectors"], gpu=target, blocks_per_sm=occ.blocks_per_sm,
                              shared_bytes_per_block=shared)
     counts.update(l2_sectors_read=moved.l2_sectors_read, l2_sectors_write=moved.l2_sectors_write,
+                  l1_to_l2_read_bytes=moved.l2_sectors_read * traffic.SECTOR_BYTES,
                   dram_bytes_read=moved.dram_bytes_read, dram_bytes_write=moved.dram_bytes_write)
     for kind in ("load", "store"):
         if counts[f"global_{kind}_sectors"]:

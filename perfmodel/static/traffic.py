@@ -85,16 +85,20 @@ def _grid_footprint(sample: _Sample, sampled_blocks: int, grid_blocks: int, warp
     return total
 
 
+def _distinct_keys(footprint: dict[str, np.ndarray], kinds: tuple[str, ...]) -> np.ndarray:
+    return np.unique(np.concatenate([footprint.get(kind, np.zeros(0, np.uint64)) for kind in kinds]))
+
+
 def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_blocks: int, warp_scale: float, buffer_bytes: list[int],
              load_sectors: float, bypass_sectors: float, store_sectors: float, gpu: GPU, blocks_per_sm: int, shared_bytes_per_block: int) -> Traffic:
     """L2 and DRAM traffic of the whole grid. load_sectors and store_sectors are the grid's
-    sectors requested by warps, bypass_sectors those of the loads among them that skip L1; warp_scale = warps per block / warps interpreted per block."""
+    sectors requested by warps, bypass_sectors those of the loads among them that skip L1;
+    warp_scale = warps per block / warps interpreted per block."""
     notes: list[str] = []
     buffer_sectors = [-(-size // SECTOR_BYTES) for size in buffer_bytes]
-    none = np.zeros(0, np.uint64)
-    loads = _Sample.of(footprint.get("load", none))
+    loads = _Sample.of(_distinct_keys(footprint, ("load",)))
     load_sectors -= bypass_sectors  # .cg / volatile loads skip L1: all their sectors go to the L2
-    stores = _Sample.of(footprint.get("store", np.zeros(0, np.uint64)))
+    stores = _Sample.of(_distinct_keys(footprint, ("store",)))
 
     # L1 misses: each block's own sectors once per block; sectors several sampled blocks read
     # once per SM (they stay in its L1 for the blocks it runs after), when they fit.
@@ -118,8 +122,8 @@ def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_bloc
     l2_read = load_sectors - hits + bypass_sectors
     hit_rate = hits / (load_sectors + bypass_sectors) if load_sectors + bypass_sectors else 0.0
 
-    every_load = np.concatenate([footprint.get("load", none), footprint.get("load_l2", none)])
-    read_footprint = _grid_footprint(_Sample.of(np.unique(every_load)), sampled_blocks, grid_blocks, warp_scale, buffer_sectors) * SECTOR_BYTES
+    every_load = _distinct_keys(footprint, ("load", "load_l2"))
+    read_footprint = _grid_footprint(_Sample.of(every_load), sampled_blocks, grid_blocks, warp_scale, buffer_sectors) * SECTOR_BYTES
     write_footprint = _grid_footprint(stores, sampled_blocks, grid_blocks, warp_scale, buffer_sectors) * SECTOR_BYTES
     dram_read = min(read_footprint, l2_read * SECTOR_BYTES)
     capacity = gpu.value("l2_bytes") or float("inf")
@@ -127,13 +131,24 @@ def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_bloc
     dram_write = 0.0
     if both > capacity:
         rereads = max(l2_read * SECTOR_BYTES - read_footprint, 0.0)
-        missed = rereads * (1 - capacity / both)
-        dram_read += missed
+        dram_read += rereads * (1 - capacity / both)
         # dirty lines left in the L2 at the end are not written back during the kernel
         dram_write = write_footprint * (1 - capacity / both)
         notes.append(f"footprint {both / 2**20:.0f} MiB exceeds the {capacity / 2**20:.0f} MiB L2: {1 - capacity / both:.0%} of "
                      "the written footprint is written back during the kernel"
                      + (f", and as much of the {rereads / 2**20:.0f} MiB of re-reads come from DRAM" if rereads else ""))
+    # A miss fetches a whole L2 fetch granule (64 B: two sectors). An isolated sector (the
+    # block reads neither neighbour: scattered access) wastes the rest of its granule; sectors
+    # in runs share granules, with the blocks that continue the run at its ends.
+    granule = gpu.value("l2_fetch_granularity_bytes")
+    if granule and granule > SECTOR_BYTES and len(every_load):
+        one = np.uint64(1)
+        isolated = int(np.count_nonzero(~np.isin(every_load - one, every_load) & ~np.isin(every_load + one, every_load)))
+        overfetch = 1.0 + isolated * (granule / SECTOR_BYTES - 1) / len(every_load)
+        if overfetch > 1.0:
+            dram_read *= overfetch
+            notes.append(f"DRAM reads x{overfetch:.2f}: {isolated:,} of the {len(every_load):,} sectors the sampled blocks read "
+                         f"are isolated, each costing a {granule:g}-byte L2 fetch granule")
     return Traffic(l2_sectors_read=l2_read, l2_sectors_write=store_sectors, dram_bytes_read=dram_read,
                    dram_bytes_write=dram_write, l1_hit_rate=hit_rate, footprint_read_bytes=read_footprint,
                    footprint_write_bytes=write_footprint, notes=tuple(notes))
