@@ -25,7 +25,7 @@ from dataclasses import replace
 from keet.errors import KeetError
 from perfmodel import occupancy
 from perfmodel.features import KernelFeatures
-from perfmodel.hardware import GPU, gpu, gpu_id_for_device_name
+from perfmodel.hardware import GPU, Param, gpu, gpu_id_for_device_name
 
 SECTOR_BYTES = 32
 
@@ -34,9 +34,27 @@ WARP_LEVEL_COUNTS = ("instructions", "global_load_requests", "global_store_reque
 
 
 def source_gpu(features: KernelFeatures) -> GPU | None:
-    """The hardware file of the GPU the features were counted on, from the profile's device name."""
+    """The hardware file of the GPU the features were counted on, from the profile's device name.
+
+    A profile of a GPU the database does not describe (an AMD profile that names no product:
+    a pmc_perf.csv without its sysinfo.csv, an MI100 or MI350) but that says how its warp-level
+    counts were counted (``source_warp_size``) gets a stand-in with what the profile knows: the
+    wave size and, where given, the L2 size. Its counts are then still converted for the target's
+    warp size; what needs the source's hardware file (the capacity model without an L2 size,
+    the occupancy comparison) is skipped and the notes say so."""
     gpu_id = gpu_id_for_device_name(features.source_gpu)
-    return gpu(gpu_id) if gpu_id else None
+    if gpu_id:
+        return gpu(gpu_id)
+    if not features.source_warp_size:
+        return None
+    origin = "the profile (device not in the hardware database)"
+    params = {"warp_size": Param("warp_size", float(features.source_warp_size), "thread", "derived", origin)}
+    if features.l2_bytes_of_source_gpu:
+        params["l2_bytes"] = Param("l2_bytes", float(features.l2_bytes_of_source_gpu), "byte", "derived", origin)
+    label = features.source_arch or "unknown arch"
+    return GPU(id=f"{features.source_gpu or 'unnamed GPU'} ({label})", name=features.source_gpu or "unnamed GPU",
+               vendor="amd" if features.source_warp_size == 64 or (features.source_arch or "").startswith("gfx") else "",
+               arch=features.source_arch or "", compute_capability=None, params=params)
 
 
 def last_level_bytes(hardware: GPU) -> float | None:
@@ -114,11 +132,20 @@ def retarget(features: KernelFeatures, source: GPU, target: GPU) -> tuple[Kernel
         pipes = {pipe: count * factor for pipe, count in pipes.items()}
         if barriers is not None:
             barriers *= factor
-        notes.append(
-            f"{source_warp}-thread warp instructions converted to {target_warp}-lane wavefronts: x{factor:g} "
-            f"(ceil({features.threads_per_block}/{target_warp}) wavefronts per ceil({features.threads_per_block}/{source_warp}) "
-            "warps of a block; assumes paired warps run the same instruction stream). FLOPs, MMA shapes, "
-            "requested bytes/sectors and shared-memory wavefront bytes are kept")
+        if source_warp > target_warp:
+            notes.append(
+                f"{source_warp}-lane wavefront instructions converted to {target_warp}-thread warps: x{factor:g} "
+                f"(ceil({features.threads_per_block}/{target_warp}) warps per ceil({features.threads_per_block}/{source_warp}) "
+                "wavefronts of a block; each warp runs the wavefront's instruction stream). FLOPs, MFMA work, "
+                "requested bytes/sectors and LDS passes are kept")
+        else:
+            notes.append(
+                f"{source_warp}-thread warp instructions converted to {target_warp}-lane wavefronts: x{factor:g} "
+                f"(ceil({features.threads_per_block}/{target_warp}) wavefronts per ceil({features.threads_per_block}/{source_warp}) "
+                "warps of a block; assumes paired warps run the same instruction stream). FLOPs, MMA shapes, "
+                "requested bytes/sectors and shared-memory wavefront bytes are kept")
+    elif source.vendor == "amd" and target.vendor == "amd":
+        notes.append(f"{source_warp}-lane wavefront counts kept: {target.id} also runs {target_warp}-lane wavefronts")
 
     # 2. DRAM reads: capacity model between the source's and the target's last-level cache.
     source_capacity = float(features.l2_bytes_of_source_gpu) if features.l2_bytes_of_source_gpu else source.value("l2_bytes")
@@ -162,25 +189,31 @@ def retarget(features: KernelFeatures, source: GPU, target: GPU) -> tuple[Kernel
     # 3. Occupancy, waves and busy SMs: recomputed by the model from the launch; say what changes.
     registers, smem = features.registers_per_thread or 0, features.shared_bytes_per_block or 0
     try:
-        before = occupancy.for_gpu(source, features.threads_per_block, registers, smem)
+        before = occupancy.for_gpu(source, features.threads_per_block, registers, smem) if "sm_count" in source.params else None
         after = occupancy.for_gpu(target, features.threads_per_block, registers, smem)
     except (KeetError, ValueError) as exc:  # a hardware file without occupancy limits
         notes.append(f"occupancy not compared ({exc})")
     else:
         unit = "CU" if target.vendor == "amd" else "SM"
+        on_source = f"{before.theoretical:.0%} on {source.id}" if before else f"not known on {source.id}, which has no hardware file"
         if after.blocks_per_sm == 0:
             notes.append(f"the launch cannot run on {target.id}: a block exceeds a per-{unit} limit ({after.limits})")
         else:
             waves = features.grid_blocks / (after.blocks_per_sm * target.require("sm_count"))
             notes.append(
                 f"occupancy recomputed for {target.id}: {after.blocks_per_sm} blocks per {unit} "
-                f"({after.theoretical:.0%} theoretical, limited by {after.limiter}; {before.theoretical:.0%} on {source.id}), "
+                f"({after.theoretical:.0%} theoretical, limited by {after.limiter}; {on_source}), "
                 f"{waves:.2f} waves over {target.require('sm_count'):g} {unit}s")
         if target.vendor == "amd" and source.vendor != "amd":
             notes.append("CUDA registers per thread taken as VGPRs per lane; L1 hit rates, local-memory (spill) "
                          "traffic and shared-memory bank-conflict replays kept as on the source")
+    if source.vendor == "amd" and target.vendor != "amd":
+        notes.append("VGPRs per lane (architected + accumulation) taken as CUDA registers per thread and LDS per "
+                     "workgroup as shared memory per block; scalar (SALU/SMEM) instructions kept as uniform-datapath "
+                     "instructions; L1 hit behaviour and LDS bank-conflict passes kept as on the source")
 
     retargeted = replace(
         features, counts=counts, warp_instructions_by_pipe=pipes, barriers=barriers,
-        source_gpu=target.name, l2_bytes_of_source_gpu=int(target.value("l2_bytes")) if target.value("l2_bytes") else None)
+        source_gpu=target.name, l2_bytes_of_source_gpu=int(target.value("l2_bytes")) if target.value("l2_bytes") else None,
+        source_warp_size=None, source_arch=None)
     return retargeted, notes

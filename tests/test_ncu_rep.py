@@ -160,7 +160,15 @@ def test_fuzzed_report_loads_or_fails_cleanly(tmp_path, capfd, flips):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cut=st.integers(1, 48170))
 def test_any_truncation_is_reported(tmp_path, cut):
+    """A cut is an error, except one exactly between two blocks after every kernel's data
+    (found by this test at byte 46,996 of 48,171: the trailing blocks hold no kernel data):
+    then the profile must be the whole one, never fewer kernels or metrics."""
     path = tmp_path / "cut.ncu-rep"
     path.write_bytes(RTX3070.read_bytes()[:cut])
-    with pytest.raises(ProfileError):
-        load_profile(path)
+    try:
+        cut_profile = load_profile(path)
+    except ProfileError:
+        return
+    whole = load_profile(RTX3070)
+    assert [k.name for k in cut_profile.kernels] == [k.name for k in whole.kernels]
+    assert cut_profile.metrics.equals(whole.metrics)
