@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -56,7 +57,7 @@ LAUNCH_OPTIONS = ("grid", "block", "smem", "arg", "buffer", "program_arg")
 @click.option("--kernel", help="Kernel id, exact name, function name or name substring.")
 @click.option("--grid", help="SOURCE: grid of the launch, X[,Y[,Z]] (with --block: replaces launch discovery).")
 @click.option("--block", help="SOURCE: block of the launch, X[,Y[,Z]].")
-@click.option("--smem", help="SOURCE: dynamic shared memory per block, bytes (K/M suffixes).")
+@click.option("--smem", help="SOURCE: dynamic shared memory per block, bytes (KiB/MiB suffixes, or K/M for thousands).")
 @click.option("--arg", "arg", multiple=True, metavar="NAME=VALUE", help="SOURCE: a scalar kernel argument (repeatable).")
 @click.option("--buffer", "buffer", multiple=True, metavar="NAME=BYTES", help="SOURCE: a pointer argument's buffer size (repeatable; zero-filled).")
 @click.option("--program-arg", "program_arg", multiple=True, metavar="ARG", help="SOURCE: an argument for the program's main during launch discovery (repeatable).")
@@ -90,8 +91,12 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
 def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain: bool, flags: dict) -> None:
     from perfmodel.static.source import StaticError, static_kernels
 
+    def progress(stage: str) -> None:  # on a terminal only: errors stay one line on stderr
+        if sys.stderr.isatty():
+            click.echo(f"perfmodel: {stage}", err=True)
+
     counted = static_kernels(path, hardware.id, kernel=kernel, grid=flags["grid"], block=flags["block"], smem=flags["smem"],
-                             args=flags["arg"], buffers=flags["buffer"], argv=flags["program_arg"])
+                             args=flags["arg"], buffers=flags["buffer"], argv=flags["program_arg"], progress=progress)
     results: list[dict] = []
     for item in counted:
         if isinstance(item, StaticError):
@@ -124,8 +129,8 @@ def _report(source: str, hardware, results: list[dict], fmt: str, explain: bool 
             continue
         parts = ", ".join(f"{name} {si(ns, 'ns')}" for name, ns in list(r["breakdown"].items())[:4])
         at_least = ">= " if r["lower_bound"] else ""
-        launch = f"<<<{tuple(r['grid'])}, {tuple(r['block'])}>>> x{r['launches']} " if "grid" in r else ""
-        click.echo(f"  {r['name']} {launch}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})")
+        launch = f" <<<{tuple(r['grid'])}, {tuple(r['block'])}>>> x{r['launches']}" if "grid" in r else ""
+        click.echo(f"  {r['name']}{launch}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})")
         if explain and "static" in r:
             _explain_static(r["static"])
 

@@ -21,6 +21,7 @@ from perfmodel.cli import cli
 from perfmodel.hardware import gpu
 from perfmodel.static import traffic
 from perfmodel.static.interpreter import GLOBAL_BASE, GLOBAL_STRIDE
+from perfmodel.static.source import static_kernels
 from perfmodel.validate import (
     STATIC_FEATURES,
     load_static_features,
@@ -176,3 +177,12 @@ def test_scattered_sectors_read_whole_fetch_granules_from_dram():
     t = estimate({"load": every_other}, load_sectors=300 * 1000, store_sectors=0)
     assert gpu("h100").value("l2_fetch_granularity_bytes") == 64
     assert t.footprint_read_bytes == 300_000 * 32 and t.dram_bytes_read == 2 * 300_000 * 32
+
+
+def test_progress_names_each_stage(toolchain, tmp_path):
+    src = tmp_path / "saxpy.cu"
+    src.write_text(SAXPY)
+    stages: list[str] = []
+    (k,) = static_kernels(src, "a100", progress=stages.append, grid="4", block="128", args=("n=512", "a=1"), buffers=("x=2KiB", "y=2KiB"))
+    assert k.compiled.arch == "sm_80" and k.features.counts["global_store_sectors"] == 512 * 4 / 32
+    assert stages[0].startswith(f"compiling {src} for sm_80") and stages[-1].startswith("interpreting saxpy")

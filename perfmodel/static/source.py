@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from perfmodel import occupancy
 from perfmodel.features import KernelFeatures
 from perfmodel.hardware import GPU, gpu
 from perfmodel.static import traffic
-from perfmodel.static.compile import ARCHS, Compiled, compile_cu
+from perfmodel.static.compile import ARCHS, Compiled, arch_for, compile_cu
 from perfmodel.static.interpreter import (
     InterpreterError,
     Memory,
@@ -215,10 +216,13 @@ def _by_configuration(launches: list[Launch]) -> list[tuple[Launch, int, int]]:
     return [(g[0], sum(x.count for x in g), len(g)) for g in groups.values()]
 
 
-def static_kernels(path: str | Path, target_id: str, **launch_flags) -> list[StaticKernel | StaticError]:
+def static_kernels(path: str | Path, target_id: str, progress: Callable[[str], None] | None = None,
+                   **launch_flags) -> list[StaticKernel | StaticError]:
     """One entry per kernel configuration the program at PATH launches (see launches_of for
     the flags), counted for TARGET_ID; a configuration that cannot be interpreted gives its
-    StaticError instead. Of several argument sets of one configuration the first is counted."""
+    StaticError instead. Of several argument sets of one configuration the first is counted.
+    progress, when given, is told each stage as it starts."""
+    say = progress or (lambda stage: None)
     target = gpu(target_id)
     arch_gpu = counting_gpu(target.id)
     discover = not (launch_flags.get("grid") and launch_flags.get("block"))
@@ -227,11 +231,15 @@ def static_kernels(path: str | Path, target_id: str, **launch_flags) -> list[Sta
     with tempfile.TemporaryDirectory(prefix="perfmodel-program-") as tmp, ThreadPoolExecutor(1) as pool:
         # the host build and the device compile are separate nvcc runs: overlap them
         program = pool.submit(build_program, Path(path), arch_gpu, Path(tmp) / "program") if discover else None
+        say(f"compiling {path} for {arch_for(arch_gpu)}" + (" (and its host code with the launch recorder)" if discover else ""))
         compiled = compile_cu(path, arch_gpu)
+        if discover:
+            say("running the host code to record its launches")
         found = launches_of(path, compiled, program=program, **launch_flags)
     out: list[StaticKernel | StaticError] = []
     written: dict[int, str] = {}
     for launch, launches, variants in _by_configuration(found):
+        say(f"interpreting {launch.name} <<<{launch.grid}, {launch.block}>>>")
         try:
             counted = count_launch(compiled, replace(launch, count=launches), target, earlier=written)
         except StaticError as exc:
