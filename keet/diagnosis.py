@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from keet.profile import Kernel, Profile
-from keet.rules import RULES, Finding, KernelView
+from keet.rules import AMD_RULES, RULES, Finding, KernelView, Rule
+from keet.rules.amd_base import Unassessed
 
 # A cause outranks its symptom when fixing it would remove at least this share of the
 # symptom's load (e.g. excess sectors that are half of the saturated L2's traffic).
@@ -59,16 +60,26 @@ def rank(findings: list[Finding]) -> list[Finding]:
     return ordered
 
 
+def applies(rule: Rule, vendor: str) -> bool:
+    """AMD rules (ids ``amd-*``) judge AMD profiles only, the others every other profile."""
+    return rule.id.startswith("amd-") == (vendor == "amd")
+
+
 def diagnose_kernel(profile: Profile, kernel: Kernel) -> Diagnosis:
     view = KernelView(profile, kernel)
     findings: list[Finding] = []
     not_assessed: list[NotAssessed] = []
-    for rule in RULES:
+    for rule in (*RULES, *AMD_RULES):
+        if not applies(rule, view.device.vendor):
+            continue
         absent = [name for name in rule.needs if view.metric(name) is None]
         if absent:
             not_assessed.append(NotAssessed(rule.category, rule.id, absent, rule.collect))
             continue
         finding = rule.apply(view)
+        if isinstance(finding, Unassessed):  # metrics present, the device fact to judge them by is not
+            not_assessed.append(NotAssessed(rule.category, rule.id, finding.missing, finding.collect))
+            continue
         if finding is not None and finding.impact >= MIN_IMPACT:
             findings.append(finding)
     return Diagnosis(kernel, rank(findings), not_assessed)

@@ -6,9 +6,10 @@ import json
 import textwrap
 from typing import Any
 
-from keet.diagnosis import diagnose
+from keet.diagnosis import applies, diagnose
 from keet.format import dims, si
 from keet.profile import Kernel, Profile
+from keet.rules import AMD_RULES
 from keet.summary import device_dict, kernel_summary, kernels_by_duration
 
 
@@ -49,7 +50,43 @@ def _value(value: float, unit: str) -> str:
     return f"{value:,.4g} {unit}".rstrip() if abs(value) < 1e6 else f"{value:,.0f} {unit}".rstrip()
 
 
-def _not_assessed_lines(entry: dict[str, Any]) -> list[str]:
+def _rocprof_collect(not_assessed: list[dict[str, Any]]) -> list[str]:
+    """The rocprof commands that collect what the AMD rules missed (their ``collect`` strings
+    are rocprofv3 / rocprof-compute command lines; counters are merged into one)."""
+    counters = sorted({c for n in not_assessed if "--pmc" in n["collect"] for c in n["collect"].split("--pmc", 1)[1].split(" -- ")[0].split()})
+    lines: list[str] = []
+    if not any(n["collect"] for n in not_assessed):
+        return lines  # nothing a profiler run would add (e.g. a GPU without a known peak)
+    if counters:
+        lines.append(
+            f"Collect with: rocprofv3 --kernel-trace --pmc {' '.join(counters)} -- ./app (if the GPU cannot count them in one "
+            "pass, split them over runs, or over pmc: lines of an input file given with -i)."
+        )
+    elif any(n["collect"].startswith("rocprofv3") for n in not_assessed):
+        lines.append("Collect with: rocprofv3 --kernel-trace -- ./app (launch configuration and resources).")
+    lines.append(
+        "Or collect everything at once: rocprof-compute profile -n NAME -- ./app, and explain the workload folder "
+        "(its sysinfo.csv names the GPU, its CU and XCD counts, which utilizations and ceilings need)."
+    )
+    return lines
+
+
+def _amd_lines(entry: dict[str, Any]) -> list[str]:
+    """What the AMD rules checked and found clear, what they could not assess, and the rocprof
+    commands that collect the rest (instead of the ncu sections of the NVIDIA rules)."""
+    categories = sorted({n["category"] for n in entry["not_assessed"]})
+    missing = sorted({m for n in entry["not_assessed"] for m in n["missing"]})
+    found = {f["category"] for f in entry["diagnosis"]}
+    checked = sorted({r.category for r in AMD_RULES if applies(r, "amd")} - set(categories) - found)
+    lines = [f"Checked and not limiting: {', '.join(checked)}."] if checked else []
+    if entry["not_assessed"]:
+        lines += [f"Not assessed (the profile lacks {', '.join(missing)}): {', '.join(categories)}.", *_rocprof_collect(entry["not_assessed"])]
+    return lines
+
+
+def _not_assessed_lines(entry: dict[str, Any], vendor: str = "nvidia") -> list[str]:
+    if vendor == "amd":
+        return _amd_lines(entry)
     if not entry["not_assessed"]:
         return []
     categories = sorted({n["category"] for n in entry["not_assessed"]})
@@ -96,7 +133,7 @@ def to_text(document: dict[str, Any], markdown: bool = False, width: int = 100) 
             lines.append("\n**What to change**\n" if markdown else "     what to change:")
             for suggestion in finding["suggestions"]:
                 lines.extend(wrap(suggestion, "- ") if markdown else textwrap.wrap(suggestion, width, initial_indent="       - ", subsequent_indent="         "))
-        for line in _not_assessed_lines(entry):
+        for line in _not_assessed_lines(entry, device.get("vendor", "nvidia")):
             if line:
                 lines.extend(wrap(line, "") if markdown else textwrap.wrap(line, width, initial_indent="  ", subsequent_indent="  "))
     return "\n".join(lines) + "\n"

@@ -20,4 +20,7 @@ for _module in pkgutil.iter_modules(__path__):
     if _module.name != "base":
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["CATEGORIES", "RULES", "Evidence", "Finding", "KernelView", "Rule", "SourceLine", "rule"]
+# AMD rules (amd_*.py) are registered apart, in AMD_RULES
+from keet.rules.amd_base import AMD_RULES
+
+__all__ = ["AMD_RULES", "CATEGORIES", "RULES", "Evidence", "Finding", "KernelView", "Rule", "SourceLine", "rule"]

@@ -1,0 +1,172 @@
+"""What the AMD (CDNA) rules share: which GPU a profile ran on, its ceilings, and how to collect more.
+
+AMD rules have ids starting with ``amd-`` and run only on profiles whose device vendor is
+``amd``; the NVIDIA rules run only on the others (``keet.diagnosis.applies``). They read the
+canonical metrics of docs/metrics.md (the ``amd`` formulas of keet/data/canonical_metrics.toml)
+through :class:`~keet.rules.base.KernelView`, like every rule.
+
+A rule that has its metrics but not the device fact it must compare them with (the HBM peak of
+a GPU the profile does not name) returns :class:`Unassessed`; the diagnosis lists it under *not
+assessed*, with the command that would provide the fact, instead of guessing a ceiling.
+
+Architecture constants (``ARCH``) come from the LLVM AMDGPU backend (AMDGPUBaseInfo.cpp, AMD
+maintained) and the ROCm GPU specification table, as cited in perfmodel/hardware/mi*.toml;
+docs/rules.md lists them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from keet.rules.base import CATEGORIES, Finding, KernelView, Rule
+
+# The command line for ``./app``; rules name the counters, explain merges them into one line.
+APP = "-- ./app"
+# Device facts (CU and XCD counts, GPU model) come with a rocprof-compute workload folder
+# (sysinfo.csv) or a rocprofv3 run (agent_info.csv beside its CSVs).
+DEVICE_COLLECT = "rocprof-compute profile -n NAME -- ./app"
+DEVICE_FACT = "the GPU model and CU count (sysinfo.csv or agent_info.csv)"
+
+
+# The AMD rules, registered apart from the NVIDIA ones (keet.rules.base.RULES) so that a
+# category keeps one NVIDIA rule there; keet.diagnosis runs both lists, each on its vendor.
+AMD_RULES: list[Rule] = []
+
+
+def amd_rule(id: str, category: str, description: str, needs: tuple[str, ...] = (), collect: str = "") -> Callable:
+    """Register ``apply`` as an AMD rule (id ``amd-*``; ``collect`` is a rocprof command line)."""
+    if category not in CATEGORIES or not id.startswith("amd-"):
+        raise ValueError(f"bad AMD rule {id} / {category}")
+
+    def register(apply: Callable[[KernelView], Finding | Unassessed | None]) -> Callable:
+        AMD_RULES.append(Rule(id, category, description, apply, needs, collect))
+        return apply
+
+    return register
+
+
+# Evidence that is not a metric of the profile: a parameter of the GPU's hardware file
+# (``hardware.<param>``) or the theoretical waves per CU the occupancy rules derive from the
+# profile's resources. Everything else a rule cites is the profile's own value.
+HARDWARE_PREFIX = "hardware."
+DERIVED_EVIDENCE = ("occupancy.theoretical_warps",)
+
+
+def pmc(*counters: str) -> str:
+    """The rocprofv3 command that collects ``counters`` (keet.explain merges several)."""
+    return f"rocprofv3 --kernel-trace --pmc {' '.join(counters)} {APP}"
+
+
+@dataclass
+class Unassessed:
+    """A rule that had its metrics but not the device fact to judge them against."""
+
+    missing: list[str]
+    collect: str = DEVICE_COLLECT
+
+
+@dataclass(frozen=True)
+class Arch:
+    """Occupancy constants of one CDNA generation (per SIMD; 4 SIMDs per CU)."""
+
+    name: str
+    vgprs: int  # VGPRs per SIMD lane a wave can be given (unified VGPR+AGPR file on gfx90a/gfx942)
+    unified: bool  # AGPRs share the VGPR file (gfx90a, gfx942) or have their own (gfx908)
+    vgpr_granule: int  # VGPRs are allocated per wave in units of this
+    max_waves: int  # wave slots per SIMD
+    sgprs: int = 800  # SGPRs per SIMD (gfx9)
+    sgpr_granule: int = 16
+    simds: int = 4  # SIMDs per CU
+    lds_bytes: int = 65536  # LDS per CU
+    lds_granule: int = 512  # LDS is allocated per workgroup in 128-dword blocks (gfx7-gfx9+)
+    max_workgroups: int = 16  # per CU, for workgroups of more than one wave (16 barriers)
+
+
+# Sources: LLVM AMDGPUBaseInfo.cpp getTotalNumVGPRs / getVGPRAllocGranule / getMaxWavesPerEU /
+# getTotalNumSGPRs (800 on gfx8+) / getSGPRAllocGranule (16 on gfx8+) / getEUsPerCU /
+# getMaxWorkGroupsPerCU (16 barriers), AMDGPUUsage "COMPUTE_PGM_RSRC2.LDS_SIZE" (128-dword
+# granule), ROCm GPU specifications table (LDS 64 KiB, VGPR file 512 KiB per CU).
+ARCH = {
+    "gfx908": Arch("gfx908 (CDNA)", vgprs=256, unified=False, vgpr_granule=4, max_waves=10),
+    "gfx90a": Arch("gfx90a (CDNA2)", vgprs=512, unified=True, vgpr_granule=8, max_waves=8),
+    "gfx942": Arch("gfx942 (CDNA3)", vgprs=512, unified=True, vgpr_granule=8, max_waves=8),
+}
+# Without a named arch the CDNA2/CDNA3 values are assumed (the same for gfx90a and gfx942)
+# and the finding says so, at lower confidence.
+DEFAULT_ARCH = "gfx942"
+
+# (gfx arch, CUs) -> hardware file id, for profiles that name the arch but not the product.
+_BY_ARCH_AND_CUS = {("gfx942", 304): "mi300x", ("gfx942", 228): "mi300a", ("gfx90a", 110): "mi250x"}
+
+
+def is_amd(k: KernelView) -> bool:
+    return k.device.vendor == "amd"
+
+
+def arch(k: KernelView) -> tuple[Arch, bool]:
+    """The CDNA constants of the profile's GPU, and whether its arch is known (else assumed)."""
+    name = (k.device.arch or "").split(":")[0]
+    if name in ARCH:
+        return ARCH[name], True
+    return ARCH[DEFAULT_ARCH], False
+
+
+def hardware(k: KernelView):
+    """The perfmodel hardware description of the profile's GPU, or None when it names none we have."""
+    from perfmodel.hardware import gpu, gpu_id_for_device_name
+
+    device = k.device
+    gpu_id = gpu_id_for_device_name(device.name)
+    if gpu_id is None and device.arch:
+        cus = device.sm_count or (int(k.metric("launch.sm_count")) if k.metric("launch.sm_count") else None)
+        gpu_id = _BY_ARCH_AND_CUS.get((device.arch.split(":")[0], cus))
+    if gpu_id is None or not gpu_id.startswith("mi"):
+        return None
+    return gpu(gpu_id)
+
+
+@dataclass
+class Ceiling:
+    value: float
+    source: str  # where the number came from, for the explanation
+
+
+def hbm_peak(k: KernelView) -> Ceiling | None:
+    """Peak HBM bandwidth (byte/s): the hardware file of the GPU, else sysinfo.csv's hbm_bw."""
+    hw = hardware(k)
+    if hw is not None and hw.value("dram_bandwidth_bytes_per_s"):
+        return Ceiling(hw.require("dram_bandwidth_bytes_per_s"), f"the {hw.name} peak (perfmodel/hardware/{hw.id}.toml)")
+    sysinfo = k.device.attributes.get("hbm_bw")
+    try:
+        gbps = float(sysinfo) if sysinfo is not None else None
+    except (TypeError, ValueError):
+        gbps = None
+    if gbps and gbps > 0 and math.isfinite(gbps):
+        return Ceiling(gbps * 1e9, "the peak sysinfo.csv gives (hbm_bw)")
+    return None
+
+
+def hbm_unknown(k: KernelView) -> str:
+    """What is missing when no HBM peak is known: the GPU itself, or only its peak."""
+    device = k.device
+    if device.arch or device.sm_count:
+        return f"the peak HBM bandwidth of {device.name} (no hardware file; no hbm_bw in sysinfo.csv)"
+    return DEVICE_FACT
+
+
+def cu_count(k: KernelView) -> float | None:
+    """CUs of the GPU: the profile's launch.sm_count (sysinfo/agent_info), else the hardware file."""
+    if k.metric("launch.sm_count"):
+        return k.metric("launch.sm_count")
+    hw = hardware(k)
+    return hw.value("sm_count") if hw is not None else None
+
+
+def xcd_count(k: KernelView) -> float | None:
+    """XCDs (GCD on MI200): the profile's num_xcd, else the hardware file."""
+    if k.raw("num_xcd"):
+        return k.raw("num_xcd")
+    hw = hardware(k)
+    return hw.value("xcd_count") if hw is not None else None
