@@ -711,6 +711,7 @@ class Interpreter:
         self._tensor_names: dict[int, str] = {}
         self._tensor_per_warp: dict[int, int] = {}  # SASS tensor instructions per PTX one (default 1)
         self.L = 0
+        self._wavefront_cache: dict[tuple, tuple[int, int]] = {}
         self._decode_for(WARP)  # decoding checks every instruction before anything runs
 
     def _decode_for(self, lanes: int) -> None:
@@ -1872,7 +1873,7 @@ class Interpreter:
                         self._count_global(c, "store", b, rel, size, sel)
                     elif sp == "shared":
                         _flat_write(b.shared, self._shared_offsets(b, rel, sel, size, inst), d, "shared", inst)
-                        wf, ideal = _wavefronts(rel, size, sel)
+                        wf, ideal = self._wavefronts(rel, size, sel)
                         c.shared_store_requests += _warp_count(sel)
                         c.shared_store_wavefronts += wf
                         c.shared_ideal_wavefronts += ideal
@@ -2000,7 +2001,7 @@ class Interpreter:
             self._count_global(c, "load_l2" if _L1_BYPASS.intersection(inst.mods) else "load", b, addrs, size, lanes)
         elif space == "shared":
             data = _flat_read(b.shared, self._shared_offsets(b, addrs, lanes, size, inst), size, "shared", inst)
-            wf, ideal = _wavefronts(addrs, size, lanes)
+            wf, ideal = self._wavefronts(addrs, size, lanes)
             c.shared_load_requests += _warp_count(lanes)
             c.shared_load_wavefronts += wf
             c.shared_ideal_wavefronts += ideal
@@ -2018,6 +2019,19 @@ class Interpreter:
         else:
             raise UnsupportedInstruction(inst, f"{space} state space")
         return data
+
+    def _wavefronts(self, offs: np.ndarray, size: int, lanes: np.ndarray) -> tuple[int, int]:
+        """_wavefronts, remembered by the access pattern: bank conflicts do not change when every
+        lane's address moves by the same multiple of 128 bytes (all 32 banks), as a loop's tile
+        offset does, so a loop pays the count once."""
+        base = int(offs.min()) & ~127
+        key = (size, lanes.tobytes(), (offs - offs.dtype.type(base)).tobytes())
+        found = self._wavefront_cache.get(key)
+        if found is None:
+            if len(self._wavefront_cache) > 4096:
+                self._wavefront_cache.clear()
+            found = self._wavefront_cache[key] = _wavefronts(offs, size, lanes)
+        return found
 
     @staticmethod
     def _count_global(c: Counters, kind: str, b: BlockContext, addrs: np.ndarray, size: int, lanes: np.ndarray) -> None:
@@ -2109,7 +2123,7 @@ class Interpreter:
                     self._count_global(c, "store", b, rel, size * n, sel)
                 elif sp == "shared":
                     _flat_write(b.shared, self._shared_offsets(b, rel, sel, size * n, inst), d, "shared", inst)
-                    wf, ideal = _wavefronts(rel, size * n, sel)
+                    wf, ideal = self._wavefronts(rel, size * n, sel)
                     c.shared_store_requests += _warp_count(sel)
                     c.shared_store_wavefronts += wf
                     c.shared_ideal_wavefronts += ideal
@@ -2229,7 +2243,7 @@ class Interpreter:
             dst = dst_addr(w, b)[lanes]
             _flat_write(b.shared, self._shared_offsets(b, dst, lanes, size, inst), data, "shared", inst)
             self._count_global(c, "load", b, src, size, lanes)
-            wf, ideal = _wavefronts(dst, size, lanes)
+            wf, ideal = self._wavefronts(dst, size, lanes)
             c.shared_store_requests += _warp_count(lanes)
             c.shared_store_wavefronts += wf
             c.shared_ideal_wavefronts += ideal

@@ -59,8 +59,9 @@ class _Sample:
     @classmethod
     def of(cls, keys: np.ndarray) -> _Sample:
         sectors = keys & SECTOR_MASK
-        distinct, seen_by = np.unique(sectors, return_counts=True)
-        return cls(sectors, distinct, seen_by)
+        ordered = np.sort(sectors)  # np.unique hashes (numpy >= 2.3): slower than a sort here
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) if len(ordered) else np.zeros(0, int)
+        return cls(sectors, ordered[starts], np.diff(np.append(starts, len(ordered))))
 
     def own_keys(self) -> np.ndarray:
         return self.sectors[np.isin(self.sectors, self.distinct[self.seen_by == 1])]
@@ -86,7 +87,8 @@ def _grid_footprint(sample: _Sample, sampled_blocks: int, grid_blocks: int, warp
 
 
 def _distinct_keys(footprint: dict[str, np.ndarray], kinds: tuple[str, ...]) -> np.ndarray:
-    return np.unique(np.concatenate([footprint.get(kind, np.zeros(0, np.uint64)) for kind in kinds]))
+    keys = np.sort(np.concatenate([footprint.get(kind, np.zeros(0, np.uint64)) for kind in kinds]))
+    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
 
 
 def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_blocks: int, warp_scale: float, buffer_bytes: list[int],
