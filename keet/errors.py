@@ -14,5 +14,6 @@ class ProfileError(KeetError):
 
     def __init__(self, path: str | Path, problem: str) -> None:
         self.path = str(path)
-        self.problem = problem
-        super().__init__(f"{self.path}: {problem}")
+        # one line whatever the problem quotes (decoder messages carry the file's own bytes)
+        self.problem = " ".join(str(problem).split())
+        super().__init__(f"{self.path}: {self.problem}")

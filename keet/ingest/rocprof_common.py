@@ -467,6 +467,10 @@ def build_profile(
         table["duration"] = table["duration"].fillna(table["end"] - table["start"])
     if "duration" in table:
         table.loc[table["duration"] < 0, "duration"] = np.nan  # clock glitches and damaged rows
+    for total, prefix in (("grid_items", "grid"), ("workgroup_items", "wg")):
+        axes = [f"{prefix}_{axis}" for axis in "xyz"]
+        if total not in table and all(a in table for a in axes):  # rocprofv3 traces give per-axis sizes only
+            table[total] = table[axes[0]] * table[axes[1]] * table[axes[2]]
     counters = counter_columns(table)
     facts = [c for c in LAUNCH_RAW if c in table]
     keys = _aggregation_keys(table)
