@@ -70,20 +70,23 @@ class _Sample:
         return self.distinct[self.seen_by > 1]
 
 
-def _grid_footprint(sample: _Sample, sampled_blocks: int, grid_blocks: int, warp_scale: float, buffer_sectors: list[int]) -> float:
+def _grid_footprint(sample: _Sample, sampled_blocks: int, grid_blocks: int, warp_scale: float,
+                    buffer_sectors: list[int]) -> tuple[float, float]:
     """Sectors the whole grid touches: per buffer, the sampled blocks' union plus each
-    unsampled block's share of sectors only one sampled block touched, at most the buffer."""
+    unsampled block's share of sectors only one sampled block touched, at most the buffer.
+    Returns (sectors touched, sectors of the buffers touched)."""
     if len(sample.distinct) == 0:
-        return 0.0
+        return 0.0, 0.0
     buffer_of, own_buffer = buffer_index(sample.distinct), buffer_index(sample.own_keys())
     unsampled = max(grid_blocks - sampled_blocks, 0)
-    total = 0.0
+    total = spanned = 0.0
     for b in np.unique(buffer_of):
         union = float(np.count_nonzero(buffer_of == b)) * warp_scale
         own = float(np.count_nonzero(own_buffer == b)) * warp_scale / sampled_blocks
-        cap = buffer_sectors[int(b)] if int(b) < len(buffer_sectors) else float("inf")
+        cap = buffer_sectors[int(b)] if int(b) < len(buffer_sectors) else union + unsampled * own
         total += min(union + unsampled * own, cap)
-    return total
+        spanned += cap
+    return total, spanned
 
 
 def _distinct_keys(footprint: dict[str, np.ndarray], kinds: tuple[str, ...]) -> np.ndarray:
@@ -125,8 +128,9 @@ def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_bloc
     hit_rate = hits / (load_sectors + bypass_sectors) if load_sectors + bypass_sectors else 0.0
 
     every_load = _distinct_keys(footprint, ("load", "load_l2"))
-    read_footprint = _grid_footprint(_Sample.of(every_load), sampled_blocks, grid_blocks, warp_scale, buffer_sectors) * SECTOR_BYTES
-    write_footprint = _grid_footprint(stores, sampled_blocks, grid_blocks, warp_scale, buffer_sectors) * SECTOR_BYTES
+    read_sectors, read_span = _grid_footprint(_Sample.of(every_load), sampled_blocks, grid_blocks, warp_scale, buffer_sectors)
+    read_footprint = read_sectors * SECTOR_BYTES
+    write_footprint = _grid_footprint(stores, sampled_blocks, grid_blocks, warp_scale, buffer_sectors)[0] * SECTOR_BYTES
     dram_read = min(read_footprint, l2_read * SECTOR_BYTES)
     capacity = gpu.value("l2_bytes") or float("inf")
     both = read_footprint + write_footprint
@@ -140,17 +144,20 @@ def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_bloc
                      "the written footprint is written back during the kernel"
                      + (f", and as much of the {rereads / 2**20:.0f} MiB of re-reads come from DRAM" if rereads else ""))
     # A miss fetches a whole L2 fetch granule (64 B: two sectors). An isolated sector (the
-    # block reads neither neighbour: scattered access) wastes the rest of its granule; sectors
-    # in runs share granules, with the blocks that continue the run at its ends.
+    # block reads neither neighbour: scattered access) brings in the rest of its granule, which
+    # is wasted unless another block reads it while it is still in the L2: likely in proportion
+    # to how densely the grid covers the buffers it reads, unless the footprint overflows the L2.
     granule = gpu.value("l2_fetch_granularity_bytes")
-    if granule and granule > SECTOR_BYTES and len(every_load):
+    if granule and granule > SECTOR_BYTES and len(every_load) and read_span:
         one = np.uint64(1)
         isolated = int(np.count_nonzero(~np.isin(every_load - one, every_load) & ~np.isin(every_load + one, every_load)))
-        overfetch = 1.0 + isolated * (granule / SECTOR_BYTES - 1) / len(every_load)
-        if overfetch > 1.0:
+        wasted = max(1 - read_sectors / read_span, 1 - capacity / both if both > capacity else 0.0)
+        overfetch = 1.0 + isolated / len(every_load) * (granule / SECTOR_BYTES - 1) * wasted
+        if overfetch > 1.005:
             dram_read *= overfetch
             notes.append(f"DRAM reads x{overfetch:.2f}: {isolated:,} of the {len(every_load):,} sectors the sampled blocks read "
-                         f"are isolated, each costing a {granule:g}-byte L2 fetch granule")
+                         f"are isolated, each fetching a {granule:g}-byte L2 granule; {wasted:.0%} of the rest of such a granule "
+                         "is taken as unused (the grid's read footprint covers the rest of its buffers, or the L2 overflows)")
     return Traffic(l2_sectors_read=l2_read, l2_sectors_write=store_sectors, dram_bytes_read=dram_read,
                    dram_bytes_write=dram_write, l1_hit_rate=hit_rate, footprint_read_bytes=read_footprint,
                    footprint_write_bytes=write_footprint, notes=tuple(notes))
