@@ -12,17 +12,14 @@ Each test compiles the .cu to PTX for sm_90a (the PyPI nvcc is enough), interpre
 over all its blocks on the recorded inputs and compares every buffer with the GPU's. Integer
 buffers must match exactly; float buffers bit for bit (any NaN equals any NaN, since NaN
 payloads are not part of PTX's contract), except the buffers of approximate instructions
-listed in TOLERANCES, each with the reason for its bound. Launches the interpreter cannot
-run yet (or gets wrong in every op) are strict xfails (XFAIL); single ops it gets wrong
-(KNOWN_WRONG) are left out of their launch's comparison and checked alone as strict xfails.
-Both must start passing once the interpreter is fixed (an XPASS fails the run).
+listed in TOLERANCES, each with the reason for its bound. Every launch matches.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,20 +78,9 @@ TOLERANCES: dict[tuple[str, str], Tolerance] = {
         "2^-22.9, ISA; 2 ulp in the Programming Guide): 4 ulp. Observed: 1 and 2 ulp", ulp=4),
 }
 
-# Launches the interpreter cannot run yet, or gets wrong in every op: strict xfails, so an
-# XPASS fails and each entry must be removed once the interpreter is fixed.
-XFAIL: dict[str, str] = {}
 
-# Single ops (element ranges op * threads .. (op + 1) * threads of a buffer) the interpreter gets
-# wrong: left out of test_interpreter_matches_gpu, and checked on their own as strict xfails
-# (test_known_wrong_op) so that a fix must remove the entry. None at present.
-KNOWN_WRONG: dict[tuple[str, str], dict[int, str]] = {}
-
-
-def _compare(name: str, expected: np.ndarray, got: np.ndarray, tol: Tolerance | None, threads: int,
-             only: np.ndarray | None = None) -> list[str]:
-    """Human-readable mismatches of one buffer (empty when it matches), among the elements
-    ``only`` selects (all by default)."""
+def _compare(name: str, expected: np.ndarray, got: np.ndarray, tol: Tolerance | None, threads: int) -> list[str]:
+    """Human-readable mismatches of one buffer (empty when it matches)."""
     if expected.dtype.kind != "f":
         bad = np.nonzero(expected != got)[0]
     else:  # bit-exact, NaN == NaN; or within the tolerance
@@ -107,8 +93,6 @@ def _compare(name: str, expected: np.ndarray, got: np.ndarray, tol: Tolerance | 
             if tol.ulp:
                 ok |= _ulp_distance(expected, got) <= tol.ulp
         bad = np.nonzero(~ok)[0]
-    if only is not None:
-        bad = bad[only[bad]]
     lines = []
     for k in bad[:8]:
         where = f"op {k // threads}, thread {k % threads}" if len(expected) % threads == 0 and len(expected) > threads else f"thread {k}"
@@ -196,46 +180,17 @@ def _threads(launch: dict) -> int:
     return _blocks(launch) * int(np.prod(launch["block"]))
 
 
-def _op_mask(count: int, threads: int, ops: Iterable[int]) -> np.ndarray:
-    """Elements of the given ops (op k of thread i is element k * threads + i)."""
-    mask = np.zeros(count, dtype=bool)
-    for op in ops:
-        mask[op * threads:(op + 1) * threads] = True
-    return mask
-
-
-def _launch_params() -> list:
-    return [pytest.param(name, id=name, marks=[pytest.mark.xfail(strict=True, reason=XFAIL[name])] if name in XFAIL else [])
-            for name in LAUNCHES]
-
-
-@pytest.mark.parametrize("launch_name", _launch_params())
+@pytest.mark.parametrize("launch_name", list(LAUNCHES))
 def test_interpreter_matches_gpu(interpreted: Callable[[str], dict[str, np.ndarray]], launch_name: str) -> None:
-    """Every buffer of the launch, but the KNOWN_WRONG ops, equals the GPU's."""
+    """Every buffer of the launch equals the GPU's."""
     launch = LAUNCHES[launch_name]
     got = interpreted(launch_name)
     threads = _threads(launch)
     problems = []
     for b in launch["buffers"]:
         expected = _recorded(launch_name, b, "out")
-        keep = ~_op_mask(len(expected), threads, KNOWN_WRONG.get((launch_name, b["name"]), {}))
-        problems += _compare(b["name"], expected, got[b["name"]], TOLERANCES.get((launch_name, b["name"])), threads, keep)
+        problems += _compare(b["name"], expected, got[b["name"]], TOLERANCES.get((launch_name, b["name"])), threads)
     assert not problems, f"{launch_name}: interpreter differs from the GPU:\n" + "\n".join(problems)
-
-
-def _known_wrong_params() -> list:
-    return [pytest.param(name, buf, op, id=f"{name}.{buf}.op{op}", marks=pytest.mark.xfail(strict=True, reason=why))
-            for (name, buf), ops in KNOWN_WRONG.items() for op, why in ops.items()]
-
-
-@pytest.mark.parametrize(("launch_name", "buffer", "op"), _known_wrong_params())
-def test_known_wrong_op(interpreted: Callable[[str], dict[str, np.ndarray]], launch_name: str, buffer: str, op: int) -> None:
-    launch = LAUNCHES[launch_name]
-    b = next(b for b in launch["buffers"] if b["name"] == buffer)
-    expected, threads = _recorded(launch_name, b, "out"), _threads(launch)
-    only = _op_mask(len(expected), threads, [op])
-    problems = _compare(buffer, expected, interpreted(launch_name)[buffer], TOLERANCES.get((launch_name, buffer)), threads, only)
-    assert not problems, f"{launch_name} op {op}:\n" + "\n".join(problems)
 
 
 def test_lineinfo_does_not_change_the_parse(reference_ptx_text: str, reference_ptx: dict[str, Kernel]) -> None:
@@ -249,5 +204,4 @@ def test_every_kernel_is_recorded() -> None:
     """Each extern "C" kernel of the .cu has a recorded launch (the data is not stale)."""
     kernels = set(re.findall(r'extern "C" __global__ void (\w+)\(', SOURCE.read_text()))
     assert kernels == {launch["kernel"] for launch in LAUNCHES.values()}
-    assert set(XFAIL) <= set(LAUNCHES) and {name for name, _ in TOLERANCES} <= set(LAUNCHES)
-    assert {name for name, _ in KNOWN_WRONG} <= set(LAUNCHES) - set(XFAIL)
+    assert {name for name, _ in TOLERANCES} <= set(LAUNCHES)
