@@ -170,8 +170,9 @@ def _without_ncu_messages(table: bytes) -> bytes:
     return b"\n".join(line for line in table.split(b"\n") if not _NCU_MESSAGE.match(line))
 
 
-def _unique(columns: list[str]) -> list[str]:
-    """Column names made unique (pandas refuses duplicates); repeats get a suffix and are ignored."""
+def unique_column_names(columns: list[str]) -> list[str]:
+    """Column names made unique (pandas refuses duplicates); repeats get a suffix and are ignored.
+    Shared with the rocprof readers."""
     seen: dict[str, int] = {}
     unique = []
     for index, column in enumerate(columns):
@@ -191,7 +192,7 @@ def _is_placeholder(column: str) -> bool:
 
 def _parse_table(path: Path, table: bytes, columns: list[str]) -> pd.DataFrame:
     """The table as strings, header applied, with spare columns for trailing commas."""
-    names = _unique(columns) + [f"__spare_{i}" for i in range(_SPARE_COLUMNS)]
+    names = unique_column_names(columns) + [f"__spare_{i}" for i in range(_SPARE_COLUMNS)]
     try:
         with warnings.catch_warnings():
             # pandas only warns when a row has more fields than the names, dropping the rest.

@@ -25,7 +25,7 @@ import pandas as pd
 from keet.errors import ProfileError
 from keet.ingest.assemble import assemble
 from keet.ingest.compressed import read_all
-from keet.ingest.ncu_csv import function_base_name
+from keet.ingest.ncu_csv import function_base_name, unique_column_names
 from keet.profile import METRIC_COLUMNS, Device, Kernel, Profile
 
 # Column name (lower case) -> internal name, over every generation we know.
@@ -127,21 +127,6 @@ def find_header(data: bytes, accepts: Callable[[list[str]], bool], limit: int = 
     return None
 
 
-def unique_names(columns: list[str]) -> list[str]:
-    """Header cells made unique for pandas; an exact repeat gets a marker and is dropped later."""
-    seen: dict[str, int] = {}
-    names = []
-    for index, column in enumerate(columns):
-        name = column or f"__unnamed_{index}"
-        if name in seen:
-            seen[name] += 1
-            name = f"{name}__repeat_{seen[name]}"
-        else:
-            seen[name] = 0
-        names.append(name)
-    return names
-
-
 def parse_table(path: Path, data: bytes, offset: int, columns: list[str], what: str) -> pd.DataFrame:
     """The table after its header as strings; rows must have the header's fields.
 
@@ -153,7 +138,7 @@ def parse_table(path: Path, data: bytes, offset: int, columns: list[str], what: 
         columns = columns[:-1]
     if not columns:
         raise ProfileError(path, f"{what} header has no columns")
-    names = unique_names(columns)
+    names = unique_column_names(columns)
     width = len(names)
     text = data[offset:].decode("utf-8", errors="replace")
     rows: list[list[str]] = []
