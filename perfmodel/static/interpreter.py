@@ -336,8 +336,9 @@ def folded_instructions(kernel: Kernel) -> set[int]:
     """Indices of PTX instructions that the SASS compiler folds into their users (cost 0):
     a 32-bit mov of an immediate read only by arithmetic becomes an immediate operand;
     an add of an immediate whose result is only ever an address base becomes the [R+imm]
-    offset of the loads/stores; a 64-bit shl by an immediate read only by 64-bit adds becomes
-    part of a LEA (the add counts, the shift does not)."""
+    offset of the loads/stores; a 64-bit shl by an immediate read by one 64-bit add becomes
+    part of a LEA (the add counts, the shift does not); a mul.wide read only by 64-bit adds
+    becomes an IMAD.WIDE with each of them (see wide_adds)."""
     uses: dict[str, list[tuple[int, bool]]] = {}
     defs: dict[str, int] = {}
     for i, inst in enumerate(kernel.instructions):
@@ -366,12 +367,24 @@ def folded_instructions(kernel: Kernel) -> set[int]:
         if not u:
             continue
         t = _type_of(inst.mods)
+        if inst.opcode == "mul" and "wide" in inst.mods and all(
+                kernel.instructions[j].opcode == "add" and _type_of(kernel.instructions[j].mods) in ("s64", "u64")
+                and not is_addr for j, is_addr in u):
+            folded.add(i)  # mul.wide + add.s64 are one IMAD.WIDE: the add carries the cost (wide_adds)
+            continue
         if inst.opcode == "add" and t in ("s32", "u32", "s64", "u64", "b32", "b64") and isinstance(ops[2], Imm) \
                 and all(is_addr for _, is_addr in u) or inst.opcode == "shl" and t == "b64" and isinstance(ops[2], Imm) \
-                and all(not is_addr and kernel.instructions[j].opcode == "add" and _type_of(kernel.instructions[j].mods) in ("s64", "u64")
+                and len(u) == 1 and all(not is_addr and kernel.instructions[j].opcode == "add" and _type_of(kernel.instructions[j].mods) in ("s64", "u64")
                         for j, is_addr in u):
             folded.add(i)
     return folded
+
+
+def wide_adds(kernel: Kernel, folded: set[int]) -> set[int]:
+    """64-bit adds of a folded mul.wide: each is one IMAD.WIDE (1 int_fma, not 2 ALU adds)."""
+    wide = {kernel.instructions[i].operands[0].name for i in folded if kernel.instructions[i].opcode == "mul"}
+    return {j for j, inst in enumerate(kernel.instructions)
+            if inst.opcode == "add" and any(isinstance(o, Reg) and o.name in wide for o in inst.operands[1:])}
 
 
 def _costs(inst: Instruction) -> tuple[list[tuple[str, float]], tuple[str, int] | None]:
@@ -408,8 +421,13 @@ def _costs(inst: Instruction) -> tuple[list[tuple[str, float]], tuple[str, int] 
         return [("xu", 1.0), ("fp64", 6.0)], None
     if op in ("rcp", "sqrt") and "approx" not in mods:
         return [("xu", 1.0), ("fp32", 4.0)], None
-    if op in ("sin", "cos", "lg2", "ex2"):
+    if op in ("sin", "cos") or op in ("lg2", "ex2") and "ftz" not in mods:
+        # FMUL.RZ range reduction before MUFU.SIN/COS; denormal scaling around MUFU.EX2/LG2
         return [("xu", 1.0), ("fp32", 1.0)], None
+    if op in ("lg2", "ex2"):
+        return [("xu", 1.0)], None
+    if op in ("neg", "abs") and t in ("f32", "f64"):
+        return [], None  # SASS operand modifiers (-x, |x|) of the instruction that reads them
     if op == "mma":
         return [("tensor", 1.0)], None
     if op == "wmma":  # m16n16k16: 2 HMMA.16816; a/b fragment loads 1 LDSM.x4, c/d 4 LD/ST.64 (see _op_wmma)
@@ -2360,6 +2378,7 @@ class Interpreter:
         tensor: dict[str, float] = {}
         ptx_instructions = int(c.inst_by_pc.sum())
         folded = folded_instructions(self.kernel)
+        fused = wide_adds(self.kernel, folded)
         for i, inst in enumerate(self.kernel.instructions):
             k = c.inst_by_pc[i]
             if not k:
@@ -2367,6 +2386,8 @@ class Interpreter:
             costs, fl = _costs(inst)
             if i in folded:
                 costs = []
+            elif i in fused:
+                costs = [("int_fma", 1.0)]
             for pipe, per in costs:
                 by_pipe[pipe] = by_pipe.get(pipe, 0.0) + per * k
             if fl:
