@@ -24,7 +24,7 @@ import numpy as np
 from keet.errors import KeetError
 from perfmodel import occupancy
 from perfmodel.features import KernelFeatures
-from perfmodel.hardware import GPU, gpu
+from perfmodel.hardware import gpu
 from perfmodel.static import traffic
 from perfmodel.static.compile import ARCHS, Compiled, arch_for, compile_cu
 from perfmodel.static.interpreter import (
@@ -122,9 +122,11 @@ def _buffers_touched(keys: np.ndarray | None, ids: list[int]) -> set[int]:
     return {ids[i] for i in np.unique(traffic.buffer_index(keys & traffic.SECTOR_MASK)).tolist() if i < len(ids)}
 
 
-def count_launch(compiled: Compiled, launch: Launch, target: GPU, *, earlier: dict[int, str] | None = None,
+def count_launch(compiled: Compiled, launch: Launch, *, earlier: dict[int, str] | None = None,
                  sample: int | None = None) -> StaticKernel:
-    """Interpret one launch and turn its counts into the model's features for ``target``."""
+    """Interpret one launch and turn its counts into the model's features, for the GPU it was
+    compiled for (the model retargets them to any other)."""
+    counting = gpu(compiled.gpu_id)
     start = time.perf_counter()
     module = _parsed(compiled.ptx)
     if launch.kernel not in module.kernels:
@@ -151,12 +153,12 @@ def count_launch(compiled: Compiled, launch: Launch, target: GPU, *, earlier: di
                      "time is likely low")
     shared = (resources.shared_bytes if resources else 0) + launch.dynamic_shared_bytes
     registers = resources.registers if resources else None
-    occ = occupancy.for_gpu(target, threads, registers or 0, shared)
+    occ = occupancy.for_gpu(counting, threads, registers or 0, shared)
     counts = dict(work["counts"])
     moved = traffic.estimate(work["footprint"], sampled_blocks=len(work["sampled_blocks"]), grid_blocks=blocks, warp_scale=work["warp_scale"],
                              buffer_bytes=work["buffer_bytes"], load_sectors=counts["global_load_sectors"],
                              bypass_sectors=work["global_load_sectors_l1_bypass"],
-                             store_sectors=counts["global_store_sectors"], gpu=target, blocks_per_sm=occ.blocks_per_sm,
+                             store_sectors=counts["global_store_sectors"], gpu=counting, blocks_per_sm=occ.blocks_per_sm,
                              shared_bytes_per_block=shared)
     counts.update(l2_sectors_read=moved.l2_sectors_read, l2_sectors_write=moved.l2_sectors_write,
                   l1_to_l2_read_bytes=moved.l2_sectors_read * traffic.SECTOR_BYTES,
@@ -170,7 +172,7 @@ def count_launch(compiled: Compiled, launch: Launch, target: GPU, *, earlier: di
         name=launch.name, grid_blocks=blocks, threads_per_block=threads, registers_per_thread=registers,
         shared_bytes_per_block=shared, counts=counts, warp_instructions_by_pipe=work["warp_instructions_by_pipe"],
         flops=work["flops"], barriers=work["barriers"], tensor_instructions=work["tensor_instructions"],
-        source_gpu=gpu(compiled.gpu_id).name, l2_bytes_of_source_gpu=int(gpu(compiled.gpu_id).value("l2_bytes") or 0) or None)
+        source_gpu=counting.name, l2_bytes_of_source_gpu=int(counting.value("l2_bytes") or 0) or None)
     return StaticKernel(launch=launch, compiled=compiled, features=features, work=work, traffic=moved, written_buffers=written,
                         approximations=notes + work["approximations"] + list(moved.notes), seconds=time.perf_counter() - start)
 
@@ -241,7 +243,7 @@ def static_kernels(path: str | Path, target_id: str, progress: Callable[[str], N
     for launch, launches, variants in _by_configuration(found):
         say(f"interpreting {launch.name} <<<{launch.grid}, {launch.block}>>>")
         try:
-            counted = count_launch(compiled, replace(launch, count=launches), target, earlier=written)
+            counted = count_launch(compiled, replace(launch, count=launches), earlier=written)
         except StaticError as exc:
             out.append(exc)
             continue
