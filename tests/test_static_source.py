@@ -101,6 +101,8 @@ def test_explain_prints_the_counted_work(toolchain, tmp_path):
      'k.cu:1: identifier "undefined_name" is undefined'),
     ('extern "C" __global__ void k(float* p) { asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(p)); }',
      ["--grid", "1", "--block", "32", "--buffer", "p=4"], "unsupported PTX instruction"),
+    ('#include <cstdio>\nextern "C" __global__ void k(int* p) { printf("%d\\n", p[0]); }', ["--grid", "1", "--block", "32", "--buffer", "p=4"],
+     "calls vprintf"),
     (SAXPY, ["--grid", "1", "--block", "32"], "needs --arg n=VALUE"),
     (SAXPY, [], "no main() to discover launches from"),
 ])
@@ -198,3 +200,16 @@ def test_progress_names_each_stage(toolchain, tmp_path):
     (k,) = static_kernels(src, "a100", progress=stages.append, grid="4", block="128", args=("n=512", "a=1"), buffers=("x=2KiB", "y=2KiB"))
     assert k.compiled.arch == "sm_80" and k.features.counts["global_store_sectors"] == 512 * 4 / 32
     assert stages[0].startswith(f"compiling {src} for sm_80") and stages[-1].startswith("interpreting saxpy")
+
+
+def test_constant_memory_holds_what_the_host_copied_to_it(toolchain, tmp_path):
+    src = tmp_path / "const.cu"
+    src.write_text(r"""
+__constant__ float coeff[4];
+__global__ void scale(float* out) { out[threadIdx.x] = coeff[threadIdx.x & 3]; if (coeff[1] > 1.f) out[threadIdx.x] += 1.f; }
+int main() { float h[4] = {1, 2, 3, 4}; cudaMemcpyToSymbol(coeff, h, sizeof(h)); float* d; cudaMalloc(&d, 128);
+             scale<<<1, 32>>>(d); cudaDeviceSynchronize(); return 0; }
+""")
+    (k,) = static_kernels(src, "h100")
+    # coeff[1] = 2 > 1: every thread adds 1 (32 FLOPs); a zeroed constant bank would skip the add
+    assert k.features.flops["fp32"] == 32

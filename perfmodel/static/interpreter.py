@@ -708,7 +708,9 @@ class Interpreter:
         for v in kernel.variables:
             if v.space == "const":
                 start = (len(const) + v.align - 1) // v.align * v.align
-                const.extend(bytes(start - len(const)) + v.data)
+                # a buffer of the variable's name holds what the host wrote (cudaMemcpyToSymbol)
+                data = bytes(self.memory.buffer(v.name)[:v.size]) if v.name in self.memory.names else v.data
+                const.extend(bytes(start - len(const)) + data.ljust(v.size, b"\0"))
                 self.const_symbols[v.name] = start
             else:
                 if v.name not in self.memory.names:
@@ -730,6 +732,10 @@ class Interpreter:
         self._tensor_per_warp: dict[int, int] = {}  # SASS tensor instructions per PTX one (default 1)
         self.L = 0
         self._wavefront_cache: dict[tuple, tuple[int, int]] = {}
+        for inst in kernel.instructions:  # name the call, not the st.param that prepares it
+            if inst.opcode == "call":
+                callee = next((o.name for o in inst.operands if isinstance(o, Sym)), "a function")
+                raise UnsupportedInstruction(inst, f"calls {callee}: device-function calls (printf, malloc, functions nvcc did not inline) are not interpreted")
         self._decode_for(WARP)  # decoding checks every instruction before anything runs
 
     def _decode_for(self, lanes: int) -> None:

@@ -426,6 +426,8 @@ def _parse_body(name: str, params: list[Param], body: str, first_line: int, is_e
             continue
         if flat.startswith((".pragma", ".loc", ".file", ".maxntid", ".reqntid", ".minnctapersm", ".maxnreg", ".section")):
             continue
+        if flat.startswith(".param"):  # arguments of a call (printf, a non-inlined function): the call itself is refused later
+            continue
         if flat.startswith("."):
             raise PTXParseError(f"line {line}: unsupported directive {flat}")
         instructions.append(_parse_instruction(stmt, line))

@@ -128,7 +128,10 @@ def count_launch(compiled: Compiled, launch: Launch, *, earlier: dict[int, str] 
     compiled for (the model retargets them to any other)."""
     counting = gpu(compiled.gpu_id)
     start = time.perf_counter()
-    module = _parsed(compiled.ptx)
+    try:
+        module = _parsed(compiled.ptx)
+    except KeetError as exc:  # PTX this parser does not read
+        raise StaticError(f"{compiled.source}: PTX: {exc}", launch) from None
     if launch.kernel not in module.kernels:
         raise StaticError(f"{compiled.source}: no PTX for kernel {launch.name}", launch)
     resources = compiled.kernels.get(launch.kernel)
