@@ -36,7 +36,8 @@ AMD_RULES: list[Rule] = []
 
 
 def amd_rule(id: str, category: str, description: str, needs: tuple[str, ...] = (), collect: str = "") -> Callable:
-    """Register ``apply`` as an AMD rule (id ``amd-*``; ``collect`` is a rocprof command line)."""
+    """Register ``apply`` as an AMD rule (id ``amd-*``; ``collect`` is a rocprof command line).
+    keet.diagnosis runs AMD rules on AMD profiles only (``applies``), so rules need no vendor check."""
     if category not in CATEGORIES or not id.startswith("amd-"):
         raise ValueError(f"bad AMD rule {id} / {category}")
 
@@ -99,10 +100,6 @@ DEFAULT_ARCH = "gfx942"
 
 # (gfx arch, CUs) -> hardware file id, for profiles that name the arch but not the product.
 _BY_ARCH_AND_CUS = {("gfx942", 304): "mi300x", ("gfx942", 228): "mi300a", ("gfx90a", 110): "mi250x"}
-
-
-def is_amd(k: KernelView) -> bool:
-    return k.device.vendor == "amd"
 
 
 def arch(k: KernelView) -> tuple[Arch, bool]:

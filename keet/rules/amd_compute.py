@@ -10,7 +10,7 @@ matrix cores.
 
 from __future__ import annotations
 
-from keet.rules.amd_base import amd_rule, is_amd, pmc
+from keet.rules.amd_base import amd_rule, pmc
 from keet.rules.base import Evidence, Finding, KernelView, clamp, num, pct
 
 # Utilization from which a pipe sets the pace (the NVIDIA pipe rules' threshold); 0.9
@@ -37,8 +37,6 @@ def _dominant(k: KernelView) -> str:
 
 
 def _valu(k: KernelView, category: str) -> Finding | None:
-    if not is_amd(k):
-        return None
     valu = k.metric("amd.valu_util_pct")
     if valu < BOUND_PCT or _dominant(k) != category:
         return None
@@ -102,8 +100,6 @@ def valu_int(k: KernelView) -> Finding | None:
     collect=pmc("SQ_VALU_MFMA_BUSY_CYCLES", "GRBM_GUI_ACTIVE", "SQ_INSTS_MFMA"),
 )
 def mfma(k: KernelView) -> Finding | None:
-    if not is_amd(k):
-        return None
     busy = k.metric("pipe.tensor_pct")
     if busy < BOUND_PCT:
         return None
@@ -134,8 +130,6 @@ def mfma(k: KernelView) -> Finding | None:
     collect=pmc("SQ_THREAD_CYCLES_VALU", "SQ_ACTIVE_INST_VALU", "SQ_INSTS_VALU", "SQ_INSTS"),
 )
 def divergence(k: KernelView) -> Finding | None:
-    if not is_amd(k):
-        return None
     active = k.metric("warp.active_threads")
     wave = k.metric("amd.wave_size") or DEFAULT_WAVE
     if active >= ACTIVE_LANE_SHARE * wave:

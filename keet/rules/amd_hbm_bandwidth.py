@@ -17,7 +17,6 @@ from keet.rules.amd_base import (
     hardware,
     hbm_peak,
     hbm_unknown,
-    is_amd,
     pmc,
 )
 from keet.rules.base import Evidence, Finding, KernelView, clamp
@@ -41,8 +40,6 @@ SATURATED_SHARE = 0.75
     collect=pmc("FETCH_SIZE", "WRITE_SIZE", "TCC_HIT_sum", "TCC_MISS_sum"),
 )
 def apply(k: KernelView) -> Finding | Unassessed | None:
-    if not is_amd(k):
-        return None
     peak = hbm_peak(k)
     if peak is None:
         missing = hbm_unknown(k)

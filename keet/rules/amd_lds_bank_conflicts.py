@@ -7,7 +7,7 @@ conflicts per conflict-free active cycle.
 
 from __future__ import annotations
 
-from keet.rules.amd_base import Unassessed, amd_rule, is_amd, pmc
+from keet.rules.amd_base import Unassessed, amd_rule, pmc
 from keet.rules.base import Finding, KernelView, clamp, num
 
 # At a quarter of a conflict cycle per access the extra passes are worth a code change (the
@@ -23,8 +23,6 @@ CONFLICTS_PER_ACCESS = 0.25
     collect=pmc("SQ_LDS_BANK_CONFLICT", "SQ_LDS_IDX_ACTIVE"),
 )
 def apply(k: KernelView) -> Finding | Unassessed | None:
-    if not is_amd(k):
-        return None
     conflicts = k.metric("shared.bank_conflicts")
     if conflicts <= 0:
         return None  # no conflict cycles (or no LDS use at all)

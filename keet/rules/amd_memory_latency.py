@@ -9,7 +9,7 @@ counterpart of NVIDIA's long-scoreboard share.
 
 from __future__ import annotations
 
-from keet.rules.amd_base import Unassessed, amd_rule, hbm_peak, is_amd, pmc
+from keet.rules.amd_base import Unassessed, amd_rule, hbm_peak, pmc
 from keet.rules.base import Evidence, Finding, KernelView, clamp, num
 
 # Waves waiting on dependencies for at least half their cycles (the NVIDIA memory-latency
@@ -34,8 +34,6 @@ UNKNOWN_DISCOUNT = 0.5
     collect=pmc("SQ_WAIT_ANY", "SQ_WAVE_CYCLES", "SQ_WAVES"),
 )
 def apply(k: KernelView) -> Finding | Unassessed | None:
-    if not is_amd(k):
-        return None
     wait, cycles = k.raw("SQ_WAIT_ANY"), k.raw("SQ_WAVE_CYCLES")
     if wait is None or not cycles:
         return Unassessed(["SQ_WAIT_ANY", "SQ_WAVE_CYCLES"], pmc("SQ_WAIT_ANY", "SQ_WAVE_CYCLES"))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from keet.rules.amd_base import Arch, amd_rule, arch, hbm_peak, is_amd
+from keet.rules.amd_base import Arch, amd_rule, arch, hbm_peak
 from keet.rules.base import Evidence, Finding, KernelView, clamp, num
 
 # Fewer than half of the CU's wave slots resident: too few waves to hide memory latency
@@ -155,8 +155,6 @@ def _finding(k: KernelView, category: str, rule_id: str, lim: Limits, now: float
 @amd_rule("amd-occupancy-registers", "occupancy_registers",
       "AMD: VGPRs/AGPRs or SGPRs per wave limit the resident waves", needs=NEEDS, collect=COLLECT)
 def registers(k: KernelView) -> Finding | None:
-    if not is_amd(k):
-        return None
     found = _assess(k, ("vgpr", "sgpr"))
     if found is None:
         return None
@@ -190,8 +188,6 @@ def registers(k: KernelView) -> Finding | None:
 @amd_rule("amd-occupancy-lds", "occupancy_shared_memory",
       "AMD: LDS per workgroup limits the resident workgroups", needs=NEEDS, collect=COLLECT)
 def lds(k: KernelView) -> Finding | None:
-    if not is_amd(k):
-        return None
     found = _assess(k, ("lds",))
     if found is None:
         return None

@@ -8,7 +8,7 @@ turn register accesses into memory accesses through the vector L1.
 
 from __future__ import annotations
 
-from keet.rules.amd_base import amd_rule, is_amd
+from keet.rules.amd_base import amd_rule
 from keet.rules.base import Finding, KernelView, clamp, num
 
 # Any scratch is reported: AMD's tuning guides treat a non-zero ScratchSize as the first thing
@@ -29,8 +29,6 @@ HIT_DISCOUNT = 0.5
     collect="rocprofv3 --kernel-trace -- ./app",
 )
 def apply(k: KernelView) -> Finding | None:
-    if not is_amd(k):
-        return None
     scratch, vgprs = k.metric("amd.scratch_per_work_item"), k.metric("launch.registers_per_thread")
     if scratch < MIN_BYTES:
         return None

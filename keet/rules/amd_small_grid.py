@@ -15,7 +15,6 @@ from keet.rules.amd_base import (
     Unassessed,
     amd_rule,
     cu_count,
-    is_amd,
     xcd_count,
 )
 from keet.rules.base import Evidence, Finding, KernelView, clamp, num
@@ -36,8 +35,6 @@ MIN_DURATION_NS = 10_000.0
     collect="rocprofv3 --kernel-trace -- ./app",
 )
 def apply(k: KernelView) -> Finding | Unassessed | None:
-    if not is_amd(k):
-        return None
     grid, duration = k.metric("launch.grid_size"), k.metric("duration")
     cus, xcds = cu_count(k), xcd_count(k) or 1.0
     if not cus:
