@@ -513,20 +513,15 @@ class Footprint:
         self.pending_size = 0
 
     def add(self, slots: np.ndarray, addrs: np.ndarray, size: int) -> None:
-        a = addrs.astype(np.uint64)
-        tag = slots.astype(np.uint64) << np.uint64(48)
-        first, last = a >> np.uint64(5), (a + np.uint64(size - 1)) >> np.uint64(5)
-        for k in range(int((last - first).max()) + 1 if len(a) else 0):
-            sector = first + np.uint64(k)
-            self.pending.append(sector[sector <= last] | tag[sector <= last])
-            self.pending_size += len(self.pending[-1])
+        self.pending.append(_sector_keys(addrs, size, slots.astype(np.uint64) << np.uint64(48)))
+        self.pending_size += len(self.pending[-1])
         if self.pending_size > self.BATCH:
             self.sectors()
 
     def sectors(self) -> np.ndarray:
         """Sorted distinct keys."""
         if self.pending:
-            self.keys = _distinct(np.concatenate([self.keys, *self.pending]))
+            self.keys = distinct(np.concatenate([self.keys, *self.pending]))
             self.pending, self.pending_size = [], 0
         return self.keys
 
@@ -587,7 +582,7 @@ class Memory:
         idx, off = self._locate(addrs, size, inst)
         out = np.empty((len(addrs), size), dtype=np.uint8)
         span = np.arange(size)
-        for i in _distinct(idx):
+        for i in distinct(idx):
             sel = idx == i
             out[sel] = self.buffers[i][off[sel][:, None] + span]
         return out
@@ -597,7 +592,7 @@ class Memory:
         idx, off = self._locate(addrs, size, inst)
         span = np.arange(size)
         # which lane wins when lanes store to the same bytes is undefined on the GPU too
-        for i in _distinct(idx):
+        for i in distinct(idx):
             sel = idx == i
             self.buffers[i][(off[sel][:, None] + span).reshape(-1)] = data[sel].reshape(-1)
 
@@ -628,7 +623,7 @@ _ABS_BITS = np.uint64(0x7FFFFFFFFFFFFFFF)
 _TINY_BITS = np.float64(2.0 ** -125).view(np.uint64) - np.uint64(1)  # |x| - 1 below this: 0 < |x| < 2^-125
 
 
-def _distinct(values: np.ndarray) -> np.ndarray:
+def distinct(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values. np.unique hashes since numpy 2.3, which is several times slower
     than sorting for the few thousand integers of one access."""
     if len(values) < 2:
@@ -645,19 +640,23 @@ def _warp_count(lanes: np.ndarray) -> int:
     return 1 + int(np.count_nonzero(w[1:] != w[:-1]))
 
 
-def _sectors(addrs: np.ndarray, size: int, lanes: np.ndarray) -> int:
-    """Distinct 32-byte sectors each warp touches, summed over the warps (the lanes' warp
-    index tags the sector number, so one sort counts every warp at once)."""
+def _sector_keys(addrs: np.ndarray, size: int, tag: np.ndarray) -> np.ndarray:
+    """The 32-byte sectors of each access of ``size`` bytes (one or more per lane), each or-ed
+    with its lane's tag (high bits that keep lanes of different warps or blocks apart)."""
     a = addrs.astype(np.uint64)
     first = a >> np.uint64(5)
     last = (a + np.uint64(size - 1)) >> np.uint64(5)
-    tag = (lanes.astype(np.uint64) >> np.uint64(5)) << np.uint64(44)
-    keys = first | tag
-    span = int((last - first).max()) if len(a) else 0
-    if span:
-        more = [(first + np.uint64(k)) | tag for k in range(1, span + 1)]
-        keys = np.concatenate([keys] + [m[first + np.uint64(k) <= last] for k, m in enumerate(more, 1)])
-    return len(_distinct(keys))
+    keys = [first | tag]
+    for k in range(1, int((last - first).max()) + 1 if len(a) else 0):
+        sector = first + np.uint64(k)
+        keys.append((sector | tag)[sector <= last])
+    return keys[0] if len(keys) == 1 else np.concatenate(keys)
+
+
+def _sectors(addrs: np.ndarray, size: int, lanes: np.ndarray) -> int:
+    """Distinct 32-byte sectors each warp touches, summed over the warps (the lanes' warp
+    index tags the sector number, so one sort counts every warp at once)."""
+    return len(distinct(_sector_keys(addrs, size, (lanes.astype(np.uint64) >> np.uint64(5)) << np.uint64(44))))
 
 
 def _wavefronts(offs: np.ndarray, size: int, lanes: np.ndarray) -> tuple[int, int]:
@@ -670,7 +669,7 @@ def _wavefronts(offs: np.ndarray, size: int, lanes: np.ndarray) -> tuple[int, in
     group = lanes.astype(np.int64) >> (4 if size == 16 else 5)
     nwords = max(1, size // 4)
     words = (offs.astype(np.int64) // 4)[:, None] + np.arange(nwords)
-    keys = _distinct(((group[:, None] << 32) + words).reshape(-1))  # distinct (group, word), sorted
+    keys = distinct(((group[:, None] << 32) + words).reshape(-1))  # distinct (group, word), sorted
     g = keys >> 32
     index = np.concatenate([[0], np.cumsum(g[1:] != g[:-1])])
     ngroups = int(index[-1]) + 1

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfmodel.hardware import GPU
-from perfmodel.static.interpreter import GLOBAL_BASE, GLOBAL_STRIDE
+from perfmodel.static.interpreter import GLOBAL_BASE, GLOBAL_STRIDE, distinct
 
 SECTOR_BYTES = 32
 SECTOR_MASK = np.uint64((1 << 48) - 1)
@@ -90,8 +90,7 @@ def _grid_footprint(sample: _Sample, sampled_blocks: int, grid_blocks: int, warp
 
 
 def _distinct_keys(footprint: dict[str, np.ndarray], kinds: tuple[str, ...]) -> np.ndarray:
-    keys = np.sort(np.concatenate([footprint.get(kind, np.zeros(0, np.uint64)) for kind in kinds]))
-    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
+    return distinct(np.concatenate([footprint.get(kind, np.zeros(0, np.uint64)) for kind in kinds]))
 
 
 def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_blocks: int, warp_scale: float, buffer_bytes: list[int],
