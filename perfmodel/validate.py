@@ -9,6 +9,7 @@ max(DRAM bytes / peak bandwidth, FLOPs / peak FLOP rate) from the same counts.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from keet.errors import KeetError
 from keet.ingest import load_profile
+from keet.ingest.ncu_csv import function_base_name
 from perfmodel import published
 from perfmodel.features import KernelFeatures, features, raw_metrics
 from perfmodel.hardware import GPU, gpu
@@ -96,8 +98,6 @@ def static_zoo_features(manifest: dict, root: Path, gpu_ids: tuple[str, ...] = S
     """GPU -> program -> {"features": KernelFeatures as a dict, "approximations", "seconds"} or
     {"error"}: every zoo program predicted from its source alone (compile, launch discovery,
     PTX interpretation), the manifest's kernel picked among the program's launches."""
-    import time
-
     from perfmodel.static.source import StaticError, static_kernels
 
     out: dict[str, dict[str, dict]] = {}
@@ -107,7 +107,7 @@ def static_zoo_features(manifest: dict, root: Path, gpu_ids: tuple[str, ...] = S
             start = time.perf_counter()
             try:
                 found = [k for k in static_kernels(root / entry["source"], gpu_id)
-                         if k.launch is not None and k.launch.name.split("(")[0].split("::")[-1] == entry["kernel"]]
+                         if k.launch is not None and function_base_name(k.launch.name) == entry["kernel"]]
             except KeetError as exc:
                 found = [StaticError(str(exc))]
             seconds = time.perf_counter() - start
@@ -126,7 +126,11 @@ def static_zoo_features(manifest: dict, root: Path, gpu_ids: tuple[str, ...] = S
 
 def load_static_features(root: Path) -> dict[str, dict[str, KernelFeatures | str]]:
     """The committed static features: GPU -> program -> KernelFeatures, or the error text."""
-    data = json.loads((root / STATIC_FEATURES).read_text())
+    return static_features_of(json.loads((root / STATIC_FEATURES).read_text()))
+
+
+def static_features_of(data: dict) -> dict[str, dict[str, KernelFeatures | str]]:
+    """GPU -> program -> KernelFeatures (or the error text) from static_zoo_features' output."""
     return {g: {p: KernelFeatures(**r["features"]) if "features" in r else r["error"] for p, r in progs.items()}
             for g, progs in data.items()}
 
@@ -263,11 +267,11 @@ def document(manifest_path: Path) -> str:
                     "GPUs exist here; the published measurements below are the only check. A missing hardware parameter "
                     "drops its bound and the prediction is then marked >= (a lower bound; `perfmodel predict --format json` "
                     "names the missing parameters).")
-    static = load_static_features(Path(manifest_path).parent)
+    counted = json.loads((Path(manifest_path).parent / STATIC_FEATURES).read_text())
+    static = static_features_of(counted)
     static_all = static_rows(manifest, static)
     failed = sorted({f"{p} ({g})" for g, progs in static.items() for p, w in progs.items() if not isinstance(w, KernelFeatures)})
-    seconds = json.loads((Path(manifest_path).parent / STATIC_FEATURES).read_text())
-    times = [r["seconds"] for progs in seconds.values() for r in progs.values() if "seconds" in r]
+    times = [r["seconds"] for progs in counted.values() for r in progs.values() if "seconds" in r]
     static_intro = ("`perfmodel predict SOURCE.cu --gpu G` with no profile and no flags: each zoo program compiled with the "
                     "PyPI nvcc, its launches found by running its host code against the recording runtime, each kernel's PTX "
                     "interpreted on a sample of blocks (docs/ptx_interpreter.md), then the same model as above. Counts from "

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keet.ingest.ncu_csv import function_base_name
 from perfmodel.static.compile import compile_cu
 from perfmodel.static.launch_spec import (
     LaunchSpecError,
@@ -35,7 +36,7 @@ def toolchain(nvcc: str, missing_toolchain) -> str:
 
 
 def function_name(launch) -> str:
-    return launch.name.split("(")[0].split("::")[-1]
+    return function_base_name(launch.name)
 
 
 # ---------------------------------------------------------------------------------------------

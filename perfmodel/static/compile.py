@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from keet.errors import KeetError
+from keet.ingest.ncu_csv import function_base_name
 
 #: GPU id -> the architecture its code is compiled for.
 ARCHS = {"h100": "sm_90a", "h200": "sm_90a", "b200": "sm_100a", "a100": "sm_80"}
@@ -63,7 +64,7 @@ class Compiled:
         if name in self.kernels:
             return self.kernels[name]
         for k in self.kernels.values():
-            if name in (k.demangled, k.demangled.split("(")[0].split("::")[-1]):
+            if name in (k.demangled, function_base_name(k.demangled)):
                 return k
         hits = [k for k in self.kernels.values() if name in k.demangled]
         if len(hits) == 1:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from keet.errors import KeetError
+from keet.ingest.ncu_csv import function_base_name
 from perfmodel.static.compile import Compiled, entry_params
 from perfmodel.static.launches import Arg, Buffer, Launch, Pointer
 
@@ -174,7 +175,7 @@ def launch_from_spec(compiled: Compiled, *, kernel: str | None = None, grid: str
     except KeetError as exc:
         raise LaunchSpecError(str(exc)) from None
     ptx_params = entry_params(compiled.ptx).get(res.name, [])
-    function = res.demangled.split("(")[0].split("::")[-1]
+    function = function_base_name(res.demangled)
     try:
         source_text = Path(compiled.source).read_text(errors="replace")
     except OSError:
