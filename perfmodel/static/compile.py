@@ -59,7 +59,7 @@ class Compiled:
     log: str
 
     def kernel(self, name: str) -> KernelResources:
-        """By mangled name, demangled name, function name (demangled without its parameters) or
+        """By mangled name, demangled name, function name (without return type, namespaces, template arguments and parameters) or
         unique substring."""
         if name in self.kernels:
             return self.kernels[name]
