@@ -98,6 +98,22 @@ def explain(profile_path: str, kernel: str | None, top: int | None, fmt: str) ->
     click.echo(to_json(document) if fmt == "json" else to_text(document, markdown=fmt == "markdown"), nl=fmt == "json")
 
 
+@cli.command()
+@click.argument("profile_paths", metavar="PROFILE...", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="The HTML file to write.")
+@click.option("--title", help="Page title (default: the profiles' file names).")
+def report(profile_paths: tuple[str, ...], output: str, title: str | None) -> None:
+    """Write one self-contained HTML report of one or more profiles: per kernel a summary, the
+    diagnosis, roofline, memory chart, warp states, instruction mix, source hotspots and the
+    model's predictions; with several profiles, the same kernels compared with the first."""
+    from keet.report import write_report
+
+    written = write_report(list(profile_paths), output, title)
+    kernels = sum(len(p.kernels) for p in written.profiles)
+    click.echo(f"wrote {output}: {kernels} kernel{'s' if kernels != 1 else ''} from {len(written.profiles)} profile"
+               f"{'s' if len(written.profiles) != 1 else ''}")
+
+
 def main() -> None:
     run_cli(cli, "keet")
 

@@ -34,20 +34,20 @@ def to_json(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=1)
 
 
-def _evidence_text(evidence: dict[str, Any]) -> str:
+def evidence_text(evidence: dict[str, Any]) -> str:
     unit = evidence["unit"]
-    text = f"{evidence['metric']} = {_value(evidence['value'], unit)}"
+    text = f"{evidence['metric']} = {metric_value(evidence['value'], unit)}"
     if "compared_with" in evidence:
-        text += f" ({evidence['relation']} {_value(evidence['compared_with'], unit)})"
+        text += f" ({evidence['relation']} {metric_value(evidence['compared_with'], unit)})"
     return text
 
 
-def _value(value: float, unit: str) -> str:
+def metric_value(value: float, unit: str) -> str:
     if unit == "%":
         return f"{value:.1f}%"
     if unit in ("byte", "byte/second", "hz"):
         return si(value, {"byte": "B", "byte/second": "B/s", "hz": "Hz"}[unit])
-    return f"{value:,.4g} {unit}".rstrip() if abs(value) < 1e6 else f"{value:,.0f} {unit}".rstrip()
+    return f"{value:,.4g} {unit}".rstrip() if abs(value) < 1e4 else f"{value:,.0f} {unit}".rstrip()
 
 
 def _rocprof_collect(not_assessed: list[dict[str, Any]]) -> list[str]:
@@ -84,7 +84,7 @@ def _amd_lines(entry: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _not_assessed_lines(entry: dict[str, Any], vendor: str = "nvidia") -> list[str]:
+def not_assessed_lines(entry: dict[str, Any], vendor: str = "nvidia") -> list[str]:
     if vendor == "amd":
         return _amd_lines(entry)
     if not entry["not_assessed"]:
@@ -124,7 +124,7 @@ def to_text(document: dict[str, Any], markdown: bool = False, width: int = 100) 
             lines.append(f"\n### {header}\n" if markdown else f"\n  {header}")
             lines.extend(wrap(finding["explanation"], "     "))
             lines.append("" if markdown else "     evidence:")
-            lines.extend(f"{'- ' if markdown else '       '}{_evidence_text(e)}" for e in finding["evidence"])
+            lines.extend(f"{'- ' if markdown else '       '}{evidence_text(e)}" for e in finding["evidence"])
             if finding["source_lines"]:
                 lines.append("\n**Source lines**\n" if markdown else "     source lines:")
                 for s in finding["source_lines"]:
@@ -133,7 +133,7 @@ def to_text(document: dict[str, Any], markdown: bool = False, width: int = 100) 
             lines.append("\n**What to change**\n" if markdown else "     what to change:")
             for suggestion in finding["suggestions"]:
                 lines.extend(wrap(suggestion, "- ") if markdown else textwrap.wrap(suggestion, width, initial_indent="       - ", subsequent_indent="         "))
-        for line in _not_assessed_lines(entry, device.get("vendor", "nvidia")):
+        for line in not_assessed_lines(entry, device.get("vendor", "nvidia")):
             if line:
                 lines.extend(wrap(line, "") if markdown else textwrap.wrap(line, width, initial_indent="  ", subsequent_indent="  "))
     return "\n".join(lines) + "\n"

@@ -177,7 +177,7 @@ L2_SECTOR_BYTES = 32
 AMD_LDS_PASSES_PER_INSTRUCTION = 2
 # rocprof-compute's MFMA FLOPs: 512 x SQ_INSTS_VALU_MFMA_MOPS_<type> (panel 0200/1100).
 MFMA_FLOPS_PER_MOP = 512
-# The model turns an MMA opcode's shape into FLOPs (perfmodel.model._tensor_flops_per_instruction:
+# The model turns an MMA opcode's shape into FLOPs (perfmodel.model.tensor_flops_per_instruction:
 # m x n x k x 2 / 4 for the "MxNxK" form): 16x8x8 is 512 FLOPs, one MFMA MOP.
 _MFMA_MOP_SHAPE = "16x8x8"
 _FP = ("F16", "F32", "F64")

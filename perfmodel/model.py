@@ -42,7 +42,7 @@ class Prediction:
                 "breakdown": self.breakdown, "inputs": self.inputs, "notes": self.notes}
 
 
-def _tensor_flops_per_instruction(opcode: str) -> float:
+def tensor_flops_per_instruction(opcode: str) -> float:
     """FLOPs of one warp-level MMA instruction from its shape modifier: HMMA.16816 is
     m16 n8 k16 for the warp; HGMMA.64x128x16 is m64 n128 k16 for a warpgroup, whose four
     warps each count one executed instruction."""
@@ -173,7 +173,7 @@ def predict(gpu: GPU, work: KernelFeatures) -> Prediction:
         bound("lsu", pipes.get("lsu", 0.0) * warp, lsu * per_sm, "lsu_ops_per_clk_per_sm")
     total_instructions = counts.get("instructions") or sum(pipes.values())
     bound("issue", total_instructions, gpu.require("schedulers_per_sm") * per_sm, "schedulers_per_sm")
-    tensor_flops = {op: count * _tensor_flops_per_instruction(op) for op, count in work.tensor_instructions.items()}
+    tensor_flops = {op: count * tensor_flops_per_instruction(op) for op, count in work.tensor_instructions.items()}
     tensor_clocks = sum(flops / r for op, flops in tensor_flops.items() if (r := _tensor_rate(gpu, op)))
     if tensor_clocks:
         bounds["tensor"] = tensor_clocks * sm_seconds

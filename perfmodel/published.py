@@ -104,13 +104,13 @@ def program_work(work: KernelFeatures) -> dict[str, float]:
     """Bytes and FLOPs of one zoo kernel from its work counts: requested global bytes (loads plus
     stores, the STREAM convention), FP32 FLOPs (thread-level FFMA x 2 + FADD + FMUL) and tensor
     FLOPs (from the MMA shapes)."""
-    from perfmodel.model import _tensor_flops_per_instruction
+    from perfmodel.model import tensor_flops_per_instruction
 
     counts = work.counts
     return {
         "bytes": (counts.get("global_load_sectors", 0.0) + counts.get("global_store_sectors", 0.0)) * SECTOR_BYTES,
         "fp32_flops": work.flops.get("fp32", 0.0),
-        "tensor_flops": sum(count * _tensor_flops_per_instruction(op) for op, count in work.tensor_instructions.items()),
+        "tensor_flops": sum(count * tensor_flops_per_instruction(op) for op, count in work.tensor_instructions.items()),
     }
 
 

@@ -64,3 +64,38 @@ def nvcc() -> str:
         return find_nvcc(None)
     except KeetError as exc:
         toolchain_missing(str(exc))
+
+
+# ---------------------------------------------------------------- headless Chromium (report tests)
+REQUIRE_BROWSER = os.environ.get("KEET_REQUIRE_BROWSER") == "1"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--disable-quic", "--no-first-run"]
+
+
+def _install_chromium() -> str | None:
+    """Debian's chromium, installed with apt-get where the tests run as root (CI and a fresh
+    developer machine); None where that is not possible."""
+    import shutil
+    import subprocess
+
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return found
+    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]):
+        if subprocess.run(command, check=False, env=environment, capture_output=True, timeout=900).returncode != 0:
+            return None
+    return shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Path of a headless-capable Chromium, installed by the test setup when missing; skips
+    where it cannot be had, and fails instead where KEET_REQUIRE_BROWSER=1 (.ci/run sets it)."""
+    path = _install_chromium()
+    if path is None:
+        reason = "no Chromium, and apt-get could not install the Debian package"
+        if REQUIRE_BROWSER:
+            pytest.fail(f"{reason} (KEET_REQUIRE_BROWSER=1)")
+        pytest.skip(reason)
+    return path

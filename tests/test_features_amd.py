@@ -17,7 +17,7 @@ from keet import load_profile
 from perfmodel.cli import cli
 from perfmodel.features import amd_work, features, raw_metrics
 from perfmodel.hardware import gpu
-from perfmodel.model import _tensor_flops_per_instruction, predict
+from perfmodel.model import predict, tensor_flops_per_instruction
 from perfmodel.retarget import source_gpu
 
 DATA = Path(__file__).resolve().parent / "data" / "rocprof"
@@ -110,7 +110,7 @@ def test_mfma_mops_become_512_flop_tensor_work():
                                              "SQ_INSTS_MFMA": (7.0, ""), "SQ_INSTS_VALU": (9.0, "")}, "gfx942")
     assert flops == {"mfma_f16": 5120.0, "mfma_f64": 1536.0}
     assert pipes["tensor"] == 7.0 and pipes["other"] == 2.0  # no VALU type breakdown: the rest on no pipe
-    assert {op: n * _tensor_flops_per_instruction(op) for op, n in tensor.items()} == {"MFMA_MOPS.F16.16x8x8": 5120.0}
+    assert {op: n * tensor_flops_per_instruction(op) for op, n in tensor.items()} == {"MFMA_MOPS.F16.16x8x8": 5120.0}
 
 
 def test_leak_amd_time_like_counters_do_not_move_features():

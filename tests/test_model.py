@@ -8,7 +8,7 @@ import pytest
 
 from perfmodel.features import KernelFeatures
 from perfmodel.hardware import Param, gpu
-from perfmodel.model import _tensor_flops_per_instruction, combine, predict
+from perfmodel.model import combine, predict, tensor_flops_per_instruction
 
 
 def work(**counts) -> KernelFeatures:
@@ -31,9 +31,9 @@ def test_combine_is_a_p_norm_between_sum_and_maximum():
 
 
 def test_tensor_flops_from_shape_modifiers():
-    assert _tensor_flops_per_instruction("HMMA.16816.F32") == 2 * 16 * 8 * 16
-    assert _tensor_flops_per_instruction("HGMMA.64x128x16.F32") == 2 * 64 * 128 * 16 / 4  # a warpgroup's four warps
-    assert _tensor_flops_per_instruction("HMMA") == 0.0
+    assert tensor_flops_per_instruction("HMMA.16816.F32") == 2 * 16 * 8 * 16
+    assert tensor_flops_per_instruction("HGMMA.64x128x16.F32") == 2 * 64 * 128 * 16 / 4  # a warpgroup's four warps
+    assert tensor_flops_per_instruction("HMMA") == 0.0
 
 
 def test_mma_sync_and_wgmma_use_their_own_rates():

@@ -1,0 +1,277 @@
+"""Assemble a report: every kernel of every profile, its sections and figures, the comparison.
+
+:func:`build` is the library API (notebooks can call it); :func:`render` turns its result
+into one self-contained HTML page; :func:`write_report` does both for files on disk and
+writes nothing when any input is bad.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from keet import __version__
+from keet.explain import explain
+from keet.ingest import load_profile
+from keet.profile import Kernel, Profile
+from keet.report import figures, sections
+from keet.report.compare import Comparison, Side, delta, match
+from keet.summary import kernels_by_duration
+
+# Section ids, in page order, with the heading each gets.
+SECTIONS = {
+    "summary": "Summary",
+    "diagnosis": "Diagnosis",
+    "roofline": "Roofline",
+    "memory": "Memory chart",
+    "stalls": "Warp states",
+    "instruction-mix": "Instruction mix",
+    "hotspots": "Source hotspots",
+    "prediction": "Model prediction",
+}
+# Below this many figures, starting worker processes costs more than it saves.
+PARALLEL_FIGURES = 12
+FIGURES_PER_KERNEL = 5  # about: the estimate that decides whether to start workers
+
+
+@dataclass
+class KernelReport:
+    anchor: str
+    kernel: Kernel
+    entry: dict[str, Any]  # keet explain's entry: summary, diagnosis and not_assessed
+    work: Any | None  # the model's inputs (perfmodel.features.KernelFeatures), None when it has none
+    occupancy_limiter: str | None
+    roofline: sections.Roofline | None
+    memory: sections.MemoryChart | None
+    stalls: list[sections.Stall] | None
+    instruction_mix: dict[str, float] | None
+    pipe_utilization: dict[str, float]
+    hotspots: sections.Hotspots | None
+    predictions: sections.Predictions
+    figures: dict[str, list[figures.Image]] = field(default_factory=dict)
+    absent: dict[str, str] = field(default_factory=dict)  # section -> why it shows nothing, and what to collect
+
+
+@dataclass
+class ProfileReport:
+    index: int
+    label: str
+    profile: Profile
+    document: dict[str, Any]  # keet explain's document (device, source, format)
+    kernels: list[KernelReport]
+
+    @property
+    def vendor(self) -> str:
+        return self.profile.device.vendor
+
+
+@dataclass
+class Report:
+    title: str
+    generated: str
+    version: str
+    profiles: list[ProfileReport]
+    comparison: Comparison | None
+    comparison_figures: list[figures.Image] = field(default_factory=list)
+
+
+def _absent_reasons(vendor: str) -> dict[str, str]:
+    """What to collect for each section a profile cannot fill."""
+    if vendor == "amd":
+        return {
+            "roofline": "The profile has no FLOP counts or no HBM/L2 traffic for this kernel (or the kernel did no floating-point work). "
+                        "Collect with rocprof-compute profile -n NAME -- ./app (its roofline counters).",
+            "memory": "The profile has no memory counters. Collect with rocprofv3 --pmc TCC_HIT_sum TCC_MISS_sum TCC_EA0_RDREQ_sum "
+                      "TCC_EA0_WRREQ_sum -- ./app, or rocprof-compute profile.",
+            "stalls": "rocprof counters do not break wave time down by stall reason the way Nsight Compute does; "
+                      "rocprof-compute's wavefront panels (SQ_WAIT_*) are not read yet.",
+            "instruction-mix": "The profile has no instruction counters. Collect with rocprofv3 --pmc SQ_INSTS_VALU SQ_INSTS_SALU "
+                               "SQ_INSTS_VMEM_RD SQ_INSTS_VMEM_WR SQ_INSTS_LDS -- ./app.",
+            "hotspots": "rocprof does not attribute counters to source lines.",
+        }
+    return {
+        "roofline": "No FLOPs or no memory traffic were counted for this kernel (it did no floating-point work, or the report lacks "
+                    "them). Collect with ncu --section InstructionStats --section MemoryWorkloadAnalysis.",
+        "memory": "The report has no memory-workload metrics. Collect with ncu --section MemoryWorkloadAnalysis "
+                  "--section MemoryWorkloadAnalysis_Chart.",
+        "stalls": "The report has no warp-state metrics. Collect with ncu --section WarpStateStats.",
+        "instruction-mix": "The report has no per-opcode instruction counts. Collect with ncu --section InstructionStats.",
+        "hotspots": "The report has no source counters. Build with -lineinfo and collect with ncu --section SourceCounters "
+                    "--import-source yes.",
+    }
+
+
+def _kernel_report(profile: Profile, index: int, kernel: Kernel, entry: dict[str, Any]) -> KernelReport:
+    from perfmodel.hardware import gpu, gpu_id_for_device_name
+
+    work, work_error = sections.model_inputs(profile, kernel)
+    gpu_id = gpu_id_for_device_name(profile.device.name)
+    report = KernelReport(
+        anchor=f"p{index}-k{kernel.id}",
+        kernel=kernel,
+        entry=entry,
+        work=work,
+        occupancy_limiter=sections.occupancy_limiter(profile, kernel),
+        roofline=sections.roofline(profile, kernel, work, gpu(gpu_id) if gpu_id else None),
+        memory=sections.memory_chart(profile, kernel, work),
+        stalls=sections.stalls(profile, kernel),
+        instruction_mix=sections.instruction_mix(profile, kernel, work),
+        pipe_utilization=sections.pipe_utilization(profile, kernel),
+        hotspots=sections.hotspots(kernel),
+        predictions=sections.predictions(profile, kernel, work, work_error),
+    )
+    reasons = _absent_reasons(profile.device.vendor)
+    if report.roofline is None and _no_float_work(profile, kernel, work):
+        reasons["roofline"] = ("The kernel executed no floating-point instructions (its FLOP counts are zero), so a roofline does "
+                               "not apply; the memory chart and the diagnosis show what bounds it.")
+    for section, data in (("roofline", report.roofline), ("memory", report.memory), ("stalls", report.stalls),
+                          ("instruction-mix", report.instruction_mix), ("hotspots", report.hotspots)):
+        if data is None:
+            report.absent[section] = reasons[section]
+    return report
+
+
+def _no_float_work(profile: Profile, kernel: Kernel, work) -> bool:
+    """True when the profile counted FLOPs for the kernel and every count is zero."""
+    counted = [profile.value(kernel, f"flop.{p}") for p in ("fp32", "fp64", "fp16")]
+    return any(c is not None for c in counted) and not sections.kernel_flops(profile, kernel, work)
+
+
+def _figure_jobs(report: KernelReport) -> list[tuple[str, str, tuple]]:
+    """(section, figure function name, arguments) for every figure of a kernel."""
+    name = report.kernel.name
+    jobs: list[tuple[str, str, tuple]] = []
+    if report.roofline is not None:
+        jobs.append(("roofline", "roofline_figure", (report.roofline, name)))
+    if report.memory is not None:
+        jobs.append(("memory", "memory_figure", (report.memory, name)))
+    if report.stalls is not None:
+        jobs.append(("stalls", "stalls_figure", (report.stalls, name)))
+    if report.instruction_mix is not None:
+        jobs.append(("instruction-mix", "instruction_mix_figure", (report.instruction_mix, name)))
+    predictions = report.predictions
+    own = _own_prediction(predictions)
+    if own is not None:
+        jobs.append(("prediction", "breakdown_figure", (own, predictions.measured_ns, name)))
+    if any(p.predicted_ns is not None for p in predictions.per_gpu):
+        jobs.append(("prediction", "gpus_figure", (predictions, name)))
+    return jobs
+
+
+def _own_prediction(predictions: sections.Predictions) -> sections.GPUPrediction | None:
+    """The prediction to set beside the measured time: the profile's GPU at the profiled clock
+    where that differs from the boost clock, else at boost; None for a GPU the database lacks."""
+    if predictions.at_profile_clock is not None:
+        return predictions.at_profile_clock
+    return next((p for p in predictions.per_gpu if p.gpu == predictions.own_gpu and p.predicted_ns is not None), None)
+
+
+def _draw(job: tuple[str, tuple]) -> figures.Image:
+    function, arguments = job
+    return getattr(figures, function)(*arguments)
+
+
+class _Drawer:
+    """Draws figures as their data becomes ready: in worker processes when the report has
+    enough of them to pay for starting the workers (the main process meanwhile reads and
+    diagnoses the next kernels), else in the main process."""
+
+    def __init__(self, expected_figures: int) -> None:
+        workers = min(os.cpu_count() or 1, 8)
+        self.pool = None
+        if expected_figures >= PARALLEL_FIGURES and workers >= 2:
+            import multiprocessing
+
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        self.pending: list = []
+
+    def submit(self, job: tuple[str, tuple]):
+        self.pending.append(self.pool.submit(_draw, job) if self.pool is not None else _draw(job))
+        return len(self.pending) - 1
+
+    def results(self) -> list[figures.Image]:
+        try:
+            return [item.result() if self.pool is not None else item for item in self.pending]
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(cancel_futures=True)
+
+
+def _profile_label(profile: Profile, index: int) -> str:
+    return f"{index + 1}: {Path(profile.source).name} ({profile.device.name})"
+
+
+def build(profiles: list[Profile], title: str | None = None) -> Report:
+    """The report's content for one or more profiles (the first is the comparison's baseline)."""
+    drawer = _Drawer(FIGURES_PER_KERNEL * sum(len(p.kernels) for p in profiles))
+    placed: list[tuple[KernelReport, str, int]] = []
+    profile_reports: list[ProfileReport] = []
+    for index, profile in enumerate(profiles):
+        document = explain(profile, kernels_by_duration(profile))
+        entries = {entry["id"]: entry for entry in document["kernels"]}
+        kernels = []
+        for kernel in kernels_by_duration(profile):
+            kernel_report = _kernel_report(profile, index, kernel, entries[kernel.id])
+            placed += [(kernel_report, section, drawer.submit((function, arguments)))
+                       for section, function, arguments in _figure_jobs(kernel_report)]
+            kernels.append(kernel_report)
+        profile_reports.append(ProfileReport(index, _profile_label(profile, index), profile, document, kernels))
+    comparison = compare(profile_reports) if len(profile_reports) > 1 else None
+    comparison_slots = [drawer.submit(job) for job in _comparison_jobs(comparison)] if comparison is not None else []
+    images = drawer.results()
+    for kernel_report, section, slot in placed:
+        kernel_report.figures.setdefault(section, []).append(images[slot])
+    report_title = title or ("keet report: " + ", ".join(Path(p.source).name for p in profiles))
+    return Report(report_title, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), __version__, profile_reports, comparison,
+                  [images[slot] for slot in comparison_slots])
+
+
+def _side(report: ProfileReport, kernel: KernelReport) -> Side:
+    return Side(report.profile, kernel.kernel, kernel.anchor, kernel.entry["diagnosis"], _own_prediction(kernel.predictions), kernel.work)
+
+
+def compare(reports: list[ProfileReport]) -> Comparison:
+    """Every other profile's kernels matched with the baseline's and their deltas explained."""
+    base = reports[0]
+    by_kernel = {id(k.kernel): k for r in reports for k in r.kernels}
+    deltas, unmatched = [], []
+    for other in reports[1:]:
+        pairs, alone = match([k.kernel for k in base.kernels], [k.kernel for k in other.kernels])
+        deltas.append([delta(a.name, _side(base, by_kernel[id(a)]), _side(other, by_kernel[id(b)])) for a, b in pairs])
+        unmatched.append(alone)
+    return Comparison(base.label, [r.label for r in reports[1:]], deltas, unmatched)
+
+
+def _comparison_jobs(comparison: Comparison) -> list[tuple[str, tuple]]:
+    """One duration chart per compared profile (baseline and that profile)."""
+    jobs = []
+    for label, deltas in zip(comparison.others, comparison.deltas):
+        if deltas:
+            names = [d.name for d in deltas]
+            durations = [[d.baseline.kernel.duration_ns, d.other.kernel.duration_ns] for d in deltas]
+            jobs.append(("comparison_figure", (names, [comparison.baseline, label], durations)))
+    return jobs
+
+
+def write_report(paths: list[str | Path], out: str | Path, title: str | None = None) -> Report:
+    """Read the profiles, build and render the report, and write it in one step at the end
+    (a bad input raises before anything is written; the file appears whole or not at all)."""
+    from keet.report.page import render
+
+    profiles = [load_profile(path) for path in paths]
+    report = build(profiles, title)
+    html = render(report)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=out.parent, prefix=f".{out.name}.", suffix=".tmp", delete=False) as tmp:
+        tmp.write(html)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp.name, 0o666 & ~umask)  # a temporary file is private; the report is not
+    os.replace(tmp.name, out)
+    return report

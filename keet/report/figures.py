@@ -1,0 +1,291 @@
+"""The report's figures: matplotlib drawings of keet/report/sections.py data, as embedded SVG.
+
+Every figure has a title, axis labels with units, and a text alternative; series differ by
+marker, line style or a printed label as well as by colour, so none needs colour to be read.
+Figures are made with the object API (no pyplot state) and returned as data: URIs, so the
+report stays one self-contained file; an SVG in an <img> cannot run scripts.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")  # before anything imports pyplot: no display here or in CI
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
+
+from keet.format import si
+from keet.report.sections import (
+    GPUPrediction,
+    MemoryChart,
+    Predictions,
+    Roofline,
+    Stall,
+)
+
+# Colour-blind-safe (Okabe-Ito) colours; shapes and labels carry the same information.
+COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1/shared": "^"}
+LINE_STYLES = ("-", "--", ":", "-.")
+STYLE = {
+    "svg.fonttype": "none",  # text stays text: smaller files, selectable labels
+    "svg.hashsalt": "keet",  # stable ids: the same profile gives the same report
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+@dataclass
+class Image:
+    """One embedded figure: what it shows (title), its text alternative, and the image."""
+
+    title: str
+    alt: str
+    uri: str
+
+
+def _axes(width: float, height: float, title: str, left: float = 0.75, bottom: float = 0.45, top: float = 0.32,
+          right: float = 0.15) -> tuple[Figure, Axes]:
+    """A figure of one axes with fixed margins in inches and its title as figure text: a layout
+    engine, or an axes title placed around the tick labels, would lay everything out twice."""
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_axes((left / width, bottom / height, 1 - (left + right) / width, 1 - (bottom + top) / height))
+    fig.text(0.5, 1 - 0.06 / height, title, ha="center", va="top", fontsize=10)
+    return fig, ax
+
+
+def _log_axis(axis) -> None:
+    """Decade ticks labelled with SI prefixes (mathtext labels cost tens of ms each)."""
+    axis.set_major_locator(LogLocator(base=10, numticks=7))
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: si(value)))
+    axis.set_minor_locator(NullLocator())  # minor ticks: a hundred Tick objects for nothing read
+
+
+def _label_margin(labels: list[str]) -> float:
+    """Left margin in inches wide enough for the longest category label of a bar chart."""
+    return 0.25 + 0.062 * max((len(label) for label in labels), default=4)
+
+
+SI_TICKS = FuncFormatter(lambda value, _pos: si(value))
+
+
+def _image(fig: Figure, title: str, alt: str) -> Image:
+    buffer = io.BytesIO()
+    with matplotlib.rc_context(STYLE):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Title": title})
+    return Image(title, alt, "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"))
+
+
+def _styled(draw):
+    """Run a drawing function under the report's matplotlib style."""
+
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(STYLE):
+            return draw(*args, **kwargs)
+
+    wrapper.__doc__ = draw.__doc__
+    return wrapper
+
+
+@_styled
+def roofline_figure(data: Roofline, kernel_name: str) -> Image:
+    """Hierarchical roofline: roofs per memory level and precision, the kernel's points. Roofs
+    and points are named by text beside them (a legend costs more to lay out than the plot)."""
+    title = f"Roofline of {_short(kernel_name)}"
+    fig, ax = _axes(6.4, 4.0, title, left=0.7)
+    intensities = [p.intensity for p in data.points]
+    performances = [p.performance for p in data.points]
+    peak = max([c.value for c in data.compute] + performances) * 2
+    ridges = [c.value / m.value for c in data.compute for m in data.memory]
+    lo, hi = min(intensities + ridges) / 8, max(intensities + ridges) * 8
+    bottom = min(performances + [r.value * lo for r in data.memory]) / 2
+    for index, roof in enumerate(data.memory):
+        ceiling = max((c.value for c in data.compute), default=peak)
+        ax.plot([lo, ceiling / roof.value], [roof.value * lo, ceiling], color="0.35", linestyle=LINE_STYLES[index % 4], linewidth=1.2)
+        ax.text(lo * 1.3, roof.value * lo * 1.3 * 1.25, f"{roof.label} {si(roof.value, 'B/s')}", fontsize=7.5, color="0.2",
+                rotation=22, rotation_mode="anchor")
+    for index, roof in enumerate(data.compute):
+        ax.axhline(roof.value, color="0.55", linestyle=LINE_STYLES[index % 4], linewidth=1.0)
+        ax.text(hi / 1.15, roof.value * 1.12, f"{roof.label} peak {si(roof.value, 'FLOP/s')}", ha="right", fontsize=8, color="0.25")
+    precisions = list(dict.fromkeys(p.precision for p in data.points))
+    for point in data.points:
+        colour = COLOURS[precisions.index(point.precision) % len(COLOURS)]
+        ax.plot([point.intensity], [point.performance], marker=LEVEL_MARKERS.get(point.level, "D"), markersize=7, color=colour,
+                markeredgecolor="black", markeredgewidth=0.6, linestyle="none", zorder=3)
+        ax.text(point.intensity * 1.25, point.performance, f"{point.level} {point.precision}", va="center", fontsize=7.5)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _log_axis(ax.xaxis)
+    _log_axis(ax.yaxis)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(bottom, peak)
+    ax.set_xlabel("Arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("Performance (FLOP/s)")
+    points = "; ".join(f"{p.level} {p.precision}: {p.intensity:.3g} FLOP/byte at {si(p.performance, 'FLOP/s')}" for p in data.points)
+    roofs = ", ".join(f"{r.label} {si(r.value, 'B/s' if r.unit == 'byte/second' else 'FLOP/s')}" for r in data.memory + data.compute)
+    alt = f"Log-log roofline. Points: {points}. Roofs: {roofs or 'none (GPU not in the hardware database)'}."
+    return _image(fig, title, alt)
+
+
+LEVEL_X = {"SM": 0.0, "L1": 1.0, "L2": 2.0, "DRAM": 3.0}
+
+
+@_styled
+def memory_figure(data: MemoryChart, kernel_name: str) -> Image:
+    """Boxes for the SMs, L1, L2 and DRAM; arrows with the bytes moved each way; hit rates."""
+    title = f"Memory traffic of {_short(kernel_name)}"
+    fig, ax = _axes(7.0, 3.0, title, left=0.05, bottom=0.05, right=0.05)
+    ax.set_xlim(-0.5, 3.5)
+    ax.set_ylim(-1.25, 1.0)
+    ax.axis("off")
+    names = {"SM": "SMs", "L1": "L1 / TEX", "L2": "L2", "DRAM": "DRAM"}
+    for level, x in LEVEL_X.items():
+        ax.add_patch(FancyBboxPatch((x - 0.24, -0.3), 0.48, 0.6, boxstyle="round,pad=0.02", facecolor="#eef3f8", edgecolor="#345"))
+        rate = data.hit_rates.get(level)
+        label = names[level] + (f"\nhit {rate:.1f}%" if rate is not None else "")
+        ax.text(x, 0.0, label, ha="center", va="center", fontsize=9)
+    for link in data.links:
+        x0, x1 = LEVEL_X[link.source] + 0.26, LEVEL_X[link.target] - 0.26
+        reads = link.what.startswith("read")
+        y = 0.16 if reads else -0.16
+        start, end = ((x1, y), (x0, y)) if reads else ((x0, y), (x1, y))  # data flows towards the SMs on reads
+        ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "color": "#222", "linestyle": "-" if reads else "--"})
+        rate = f"\n{si(link.per_second, 'B/s')}" if link.per_second else ""
+        ax.text((x0 + x1) / 2, 0.62 if reads else -0.62, f"{link.what}\n{si(link.bytes, 'B')}{rate}", ha="center", va="center", fontsize=7.5)
+    if data.shared:
+        text = "Shared memory: " + ", ".join(f"{name} {si(value)}" for name, value in data.shared.items())
+        ax.text(LEVEL_X["L1"], -1.05, text, ha="center", va="center", fontsize=8,
+                bbox={"boxstyle": "round", "facecolor": "#f6f0e6", "edgecolor": "#864"})
+    alt = "Memory chart. " + "; ".join(f"{label}: {_plain(value, unit)}" for label, value, unit in data.rows) + "."
+    return _image(fig, title, alt)
+
+
+def _barh(ax: Axes, labels: list[str], values: list[float], text: list[str], colour: str = COLOURS[0]) -> None:
+    """Horizontal bars, each named with its value on its left: one plain text per bar (tick
+    objects and a second label per bar would double the cost of drawing the chart)."""
+    positions = list(range(len(labels)))[::-1]
+    ax.barh(positions, values, color=colour, edgecolor="black", linewidth=0.4)
+    ax.set_yticks([])
+    ax.set_ylim(-0.6, len(labels) - 0.4)
+    ax.xaxis.set_major_locator(MaxNLocator(5))
+    ax.xaxis.set_major_formatter(SI_TICKS)  # 1.2 M, not an offset "1e7"
+    names = ax.get_yaxis_transform()
+    for y, name, label in zip(positions, labels, text):
+        ax.text(-0.01, y, f"{name}  {label}", transform=names, ha="right", va="center", fontsize=8)
+    ax.set_xlim(0, max(values, default=1.0) * 1.05 or 1.0)
+
+
+def _marker_line(ax: Axes, x: float, label: str, colour: str, style: str, height: float) -> None:
+    """A vertical line at x, named by a text above the plot (a legend costs more to lay out)."""
+    ax.axvline(x, color=colour, linestyle=style, linewidth=1.4)
+    ax.text(x, height, label, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=7.5, color=colour)
+
+
+def _bar_margin(labels: list[str], text: list[str]) -> float:
+    return _label_margin([f"{name}  {label}" for name, label in zip(labels, text)]) * 0.92
+
+
+@_styled
+def stalls_figure(data: list[Stall], kernel_name: str) -> Image:
+    """Warp cycles per issued instruction, per stall reason."""
+    shown = data[:12]
+    total = sum(s.cycles_per_instruction for s in data)
+    title = f"Warp states of {_short(kernel_name)}"
+    values = [s.cycles_per_instruction for s in shown]
+    names, text = [s.reason for s in shown], [f"{v:.2f} ({v / total:.0%})" for v in values]
+    fig, ax = _axes(6.4, 0.9 + 0.2 * len(shown), title, left=_bar_margin(names, text))
+    _barh(ax, names, values, text)
+    ax.set_xlabel("Warp cycles per issued instruction (cycle)")
+    alt = "Bar chart of warp cycles per issued instruction by stall reason: " + ", ".join(
+        f"{s.reason} {s.cycles_per_instruction:.2f}" for s in shown) + "."
+    return _image(fig, title, alt)
+
+
+@_styled
+def instruction_mix_figure(data: dict[str, float], kernel_name: str) -> Image:
+    """Warp-level instructions executed per pipe."""
+    total = sum(data.values())
+    title = f"Instruction mix of {_short(kernel_name)}"
+    text = [f"{si(v)} ({v / total:.0%})" for v in data.values()]
+    fig, ax = _axes(6.4, 0.9 + 0.2 * len(data), title, left=_bar_margin(list(data), text))
+    _barh(ax, list(data), list(data.values()), text, COLOURS[2])
+    ax.set_xlabel("Warp instructions executed (instructions)")
+    alt = "Bar chart of warp instructions per pipe: " + ", ".join(f"{pipe} {si(v)}" for pipe, v in data.items()) + "."
+    return _image(fig, title, alt)
+
+
+@_styled
+def breakdown_figure(prediction: GPUPrediction, measured_ns: float | None, kernel_name: str) -> Image:
+    """Each unit's time alone (the model's bounds) beside the predicted and measured times."""
+    parts = dict(list(prediction.breakdown.items())[:10])
+    clock = f" at {prediction.clock_hz / 1e9:.2f} GHz" if prediction.clock_hz else ""
+    title = f"Model breakdown on {prediction.gpu}{clock}: {_short(kernel_name)}"
+    text = [si(v, "ns") for v in parts.values()]
+    fig, ax = _axes(6.4, 1.0 + 0.2 * max(len(parts), 2), title, left=_bar_margin(list(parts), text))
+    _barh(ax, list(parts), [v / 1e3 for v in parts.values()], text, COLOURS[4])
+    _marker_line(ax, prediction.predicted_ns / 1e3, f"predicted {si(prediction.predicted_ns, 'ns')}", "black", "--", 1.0)
+    if measured_ns:
+        _marker_line(ax, measured_ns / 1e3, f"measured {si(measured_ns, 'ns')}", COLOURS[5], "-", 1.12)
+    ax.set_xlabel("Time (us)")
+    ax.set_xlim(0, max([*(v / 1e3 for v in parts.values()), prediction.predicted_ns / 1e3, (measured_ns or 0) / 1e3]) * 1.05)
+    alt = (f"Bar chart of the time each unit would take alone on {prediction.gpu}: "
+           + ", ".join(f"{name} {si(v, 'ns')}" for name, v in parts.items())
+           + f". Predicted {si(prediction.predicted_ns, 'ns')}" + (f", measured {si(measured_ns, 'ns')}." if measured_ns else "."))
+    return _image(fig, title, alt)
+
+
+@_styled
+def gpus_figure(data: Predictions, kernel_name: str) -> Image:
+    """Predicted time on each GPU of the hardware database (lower bounds marked)."""
+    shown = [p for p in data.per_gpu if p.predicted_ns is not None]
+    labels = [p.gpu + (" (profiled)" if p.gpu == data.own_gpu else "") for p in shown]
+    title = f"Predicted time per GPU: {_short(kernel_name)}"
+    text = [(">= " if p.lower_bound else "") + f"{si(p.predicted_ns, 'ns')} {p.bound}" for p in shown]
+    fig, ax = _axes(6.4, 1.0 + 0.2 * len(shown), title, left=_bar_margin(labels, text))
+    _barh(ax, labels, [p.predicted_ns / 1e3 for p in shown], text, COLOURS[0])
+    if data.measured_ns and data.own_gpu:
+        _marker_line(ax, data.measured_ns / 1e3, f"measured on {data.own_gpu} {si(data.measured_ns, 'ns')}", COLOURS[5], "-", 1.0)
+    ax.set_xlabel("Predicted time (us)")
+    ax.set_xlim(0, max([p.predicted_ns / 1e3 for p in shown] + [(data.measured_ns or 0) / 1e3]) * 1.05)
+    alt = "Bar chart of predicted time per GPU: " + ", ".join(f"{label} {t}" for label, t in zip(labels, text)) + "."
+    return _image(fig, title, alt)
+
+
+@_styled
+def comparison_figure(names: list[str], labels: list[str], durations: list[list[float | None]]) -> Image:
+    """Measured duration of each matched kernel in each profile: one bar per kernel and
+    profile, named "kernel [profile]" with its time, hatched by profile."""
+    rows = [(f"{_short(name, 36)} [{index + 1}]", row[index] or 0.0, index) for name, row in zip(names, durations)
+            for index in range(len(labels))]
+    text = [si(value, "ns") for _name, value, _index in rows]
+    title = "Duration of matched kernels per profile"
+    fig, ax = _axes(6.8, 0.9 + 0.2 * len(rows), title, left=_bar_margin([r[0] for r in rows], text))
+    _barh(ax, [r[0] for r in rows], [r[1] / 1e3 for r in rows], text)
+    for bar, (_name, _value, index) in zip(ax.patches, rows):
+        bar.set_facecolor(COLOURS[index % len(COLOURS)])
+        bar.set_hatch(("", "//", "..", "xx")[index % 4])
+    ax.set_xlabel("Measured duration (us); [n] is the profile number")
+    alt = "Bar chart of durations: " + "; ".join(
+        f"{n}: " + ", ".join(f"{label} {si(row[i], 'ns')}" for i, label in enumerate(labels)) for n, row in zip(names, durations)) + "."
+    return _image(fig, title, alt)
+
+
+def _short(name: str, limit: int = 48) -> str:
+    """A kernel name short enough for a figure title (the page shows it whole)."""
+    base = name.split("(", 1)[0] if "(" in name else name
+    return base if len(base) <= limit else base[: limit - 3] + "..."
+
+
+def _plain(value: float, unit: str) -> str:
+    if unit == "%":
+        return f"{value:.1f}%"
+    return si(value, "B") if unit == "byte" else f"{si(value)} {unit}s"
