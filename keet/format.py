@@ -14,7 +14,7 @@ def si(value: float | None, unit: str = "", digits: int = 3) -> str:
         return f"{value:.{digits}g} ns"
     if unit == "%":
         return f"{value:.1f}%"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:
             return f"{value / scale:.{digits}g} {prefix}{unit}".rstrip()
     return f"{value:.{digits}g} {unit}".rstrip()

@@ -276,3 +276,13 @@ def test_batch_fails_on_a_profile_it_cannot_read(tmp_path):
     (root / "cut.ncu-rep.xz").write_bytes(data[: len(data) // 2])
     result = CliRunner().invoke(batch_main, [str(root), str(tmp_path / "out")])
     assert result.exit_code == 1 and "cut.ncu-rep.xz" in result.output
+
+
+def test_trace_only_profile_is_reported_without_predictions():
+    profile = load_profile(AMD / "mi300a_rocm7_kernel_trace.csv")
+    report = build([profile])
+    html = render(report)
+    kernel = report.profiles[0].kernels[0]
+    assert kernel.predictions.per_gpu == [] and kernel.predictions.error
+    assert f"Not predicted: {kernel.predictions.error}" in html.replace("&#39;", "'")
+    assert missing_sections([profile], html) == []

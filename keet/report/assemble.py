@@ -155,20 +155,12 @@ def _figure_jobs(report: KernelReport) -> list[tuple[str, str, tuple]]:
     if report.instruction_mix is not None:
         jobs.append(("instruction-mix", "instruction_mix_figure", (report.instruction_mix, name)))
     predictions = report.predictions
-    own = _own_prediction(predictions)
+    own = predictions.beside_measured()
     if own is not None:
         jobs.append(("prediction", "breakdown_figure", (own, predictions.measured_ns, name)))
     if any(p.predicted_ns is not None for p in predictions.per_gpu):
         jobs.append(("prediction", "gpus_figure", (predictions, name)))
     return jobs
-
-
-def _own_prediction(predictions: sections.Predictions) -> sections.GPUPrediction | None:
-    """The prediction to set beside the measured time: the profile's GPU at the profiled clock
-    where that differs from the boost clock, else at boost; None for a GPU the database lacks."""
-    if predictions.at_profile_clock is not None:
-        return predictions.at_profile_clock
-    return next((p for p in predictions.per_gpu if p.gpu == predictions.own_gpu and p.predicted_ns is not None), None)
 
 
 def _draw(job: tuple[str, tuple]) -> figures.Image:
@@ -232,7 +224,7 @@ def build(profiles: list[Profile], title: str | None = None) -> Report:
 
 
 def _side(report: ProfileReport, kernel: KernelReport) -> Side:
-    return Side(report.profile, kernel.kernel, kernel.anchor, kernel.entry["diagnosis"], _own_prediction(kernel.predictions), kernel.work)
+    return Side(report.profile, kernel.kernel, kernel.anchor, kernel.entry["diagnosis"], kernel.predictions.beside_measured(), kernel.work)
 
 
 def compare(reports: list[ProfileReport]) -> Comparison:

@@ -96,7 +96,7 @@ def main(root: Path, out: Path) -> None:
             continue
         problems += missing
         written.append((title, str(target.relative_to(out)), kernels))
-        click.echo(f"[{number}/{len(jobs)}] {target.relative_to(out)}: {kernels} kernels, {time.monotonic() - began:.1f} s"
+        click.echo(f"[{number}/{len(jobs)}] {target.relative_to(out)}: {kernels} kernel{'s' if kernels != 1 else ''}, {time.monotonic() - began:.1f} s"
                    + (f", {len(missing)} missing sections" if missing else ""))
     (out / "index.html").write_text(render_index(written), encoding="utf-8")
     click.echo(f"{len(written)} reports in {out} ({time.monotonic() - start:.0f} s); index: {out / 'index.html'}")

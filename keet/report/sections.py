@@ -140,6 +140,14 @@ class Predictions:
     measured_ns: float | None
     error: str | None = None  # why nothing could be predicted
 
+    def beside_measured(self) -> GPUPrediction | None:
+        """The prediction to set beside the measured time: the profile's GPU at the profiled
+        clock where that differs from the boost clock, else at boost; None for a GPU the
+        database lacks."""
+        if self.at_profile_clock is not None:
+            return self.at_profile_clock
+        return next((p for p in self.per_gpu if p.gpu == self.own_gpu and p.predicted_ns is not None), None)
+
 
 # ---------------------------------------------------------------- summary
 
