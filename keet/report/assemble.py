@@ -34,16 +34,15 @@ SECTIONS = {
     "hotspots": "Source hotspots",
     "prediction": "Model prediction",
 }
-# Below this many figures, starting worker processes costs more than it saves.
-PARALLEL_FIGURES = 12
-FIGURES_PER_KERNEL = 5  # about: the estimate that decides whether to start workers
+# Below this many kernels, starting worker processes costs more than it saves.
+PARALLEL_KERNELS = 3
 
 
 @dataclass
-class KernelReport:
-    anchor: str
-    kernel: Kernel
-    entry: dict[str, Any]  # keet explain's entry: summary, diagnosis and not_assessed
+class KernelParts:
+    """Everything a kernel's sections show besides the diagnosis: computed (and drawn) in one
+    job, which can run in a worker process because it returns plain data."""
+
     work: Any | None  # the model's inputs (perfmodel.features.KernelFeatures), None when it has none
     occupancy_limiter: str | None
     roofline: sections.Roofline | None
@@ -55,6 +54,13 @@ class KernelReport:
     predictions: sections.Predictions
     figures: dict[str, list[figures.Image]] = field(default_factory=dict)
     absent: dict[str, str] = field(default_factory=dict)  # section -> why it shows nothing, and what to collect
+
+
+@dataclass
+class KernelReport(KernelParts):
+    anchor: str = ""
+    kernel: Kernel | None = None
+    entry: dict[str, Any] = field(default_factory=dict)  # keet explain's entry: summary, diagnosis and not_assessed
 
 
 @dataclass
@@ -106,15 +112,13 @@ def _absent_reasons(vendor: str) -> dict[str, str]:
     }
 
 
-def _kernel_report(profile: Profile, index: int, kernel: Kernel, entry: dict[str, Any]) -> KernelReport:
+def kernel_parts(profile: Profile, kernel: Kernel) -> KernelParts:
+    """A kernel's sections (everything but the diagnosis) and their figures."""
     from perfmodel.hardware import gpu, gpu_id_for_device_name
 
     work, work_error = sections.model_inputs(profile, kernel)
     gpu_id = gpu_id_for_device_name(profile.device.name)
-    report = KernelReport(
-        anchor=f"p{index}-k{kernel.id}",
-        kernel=kernel,
-        entry=entry,
+    parts = KernelParts(
         work=work,
         occupancy_limiter=sections.occupancy_limiter(profile, kernel),
         roofline=sections.roofline(profile, kernel, work, gpu(gpu_id) if gpu_id else None),
@@ -126,14 +130,16 @@ def _kernel_report(profile: Profile, index: int, kernel: Kernel, entry: dict[str
         predictions=sections.predictions(profile, kernel, work, work_error),
     )
     reasons = _absent_reasons(profile.device.vendor)
-    if report.roofline is None and _no_float_work(profile, kernel, work):
+    if parts.roofline is None and _no_float_work(profile, kernel, work):
         reasons["roofline"] = ("The kernel executed no floating-point instructions (its FLOP counts are zero), so a roofline does "
                                "not apply; the memory chart and the diagnosis show what bounds it.")
-    for section, data in (("roofline", report.roofline), ("memory", report.memory), ("stalls", report.stalls),
-                          ("instruction-mix", report.instruction_mix), ("hotspots", report.hotspots)):
+    for section, data in (("roofline", parts.roofline), ("memory", parts.memory), ("stalls", parts.stalls),
+                          ("instruction-mix", parts.instruction_mix), ("hotspots", parts.hotspots)):
         if data is None:
-            report.absent[section] = reasons[section]
-    return report
+            parts.absent[section] = reasons[section]
+    for section, function, arguments in _figure_jobs(parts, kernel.name):
+        parts.figures.setdefault(section, []).append(getattr(figures, function)(*arguments))
+    return parts
 
 
 def _no_float_work(profile: Profile, kernel: Kernel, work) -> bool:
@@ -142,9 +148,8 @@ def _no_float_work(profile: Profile, kernel: Kernel, work) -> bool:
     return any(c is not None for c in counted) and not sections.kernel_flops(profile, kernel, work)
 
 
-def _figure_jobs(report: KernelReport) -> list[tuple[str, str, tuple]]:
+def _figure_jobs(report: KernelParts, name: str) -> list[tuple[str, str, tuple]]:
     """(section, figure function name, arguments) for every figure of a kernel."""
-    name = report.kernel.name
     jobs: list[tuple[str, str, tuple]] = []
     if report.roofline is not None:
         jobs.append(("roofline", "roofline_figure", (report.roofline, name)))
@@ -163,35 +168,34 @@ def _figure_jobs(report: KernelReport) -> list[tuple[str, str, tuple]]:
     return jobs
 
 
-def _draw(job: tuple[str, tuple]) -> figures.Image:
-    function, arguments = job
-    return getattr(figures, function)(*arguments)
+# The profiles of the report being built, for worker processes forked while it is built: they
+# inherit them (the readers' native handles included) instead of receiving them pickled.
+_PROFILES: list[Profile] = []
 
 
-class _Drawer:
-    """Draws figures as their data becomes ready: in worker processes when the report has
-    enough of them to pay for starting the workers (the main process meanwhile reads and
-    diagnoses the next kernels), else in the main process."""
+def _parts_job(profile_index: int, kernel_index: int) -> KernelParts:
+    profile = _PROFILES[profile_index]
+    return kernel_parts(profile, profile.kernels[kernel_index])
 
-    def __init__(self, expected_figures: int) -> None:
-        workers = min(os.cpu_count() or 1, 8)
-        self.pool = None
-        if expected_figures >= PARALLEL_FIGURES and workers >= 2:
-            import multiprocessing
 
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-        self.pending: list = []
+def _all_parts(profiles: list[Profile], explain_all) -> tuple[dict[tuple[int, int], KernelParts], Any]:
+    """Every kernel's parts, in worker processes when there are enough kernels to pay for
+    starting them (each reads its kernels' source counters and draws their figures), while
+    this process runs `explain_all` (the diagnoses); returns the parts and its result."""
+    keys = [(p, k) for p, profile in enumerate(profiles) for k in range(len(profile.kernels))]
+    workers = min(os.cpu_count() or 1, 8)
+    if len(keys) < PARALLEL_KERNELS or workers < 2:
+        return {(p, k): kernel_parts(profiles[p], profiles[p].kernels[k]) for p, k in keys}, explain_all()
+    import multiprocessing
 
-    def submit(self, job: tuple[str, tuple]):
-        self.pending.append(self.pool.submit(_draw, job) if self.pool is not None else _draw(job))
-        return len(self.pending) - 1
-
-    def results(self) -> list[figures.Image]:
-        try:
-            return [item.result() if self.pool is not None else item for item in self.pending]
-        finally:
-            if self.pool is not None:
-                self.pool.shutdown(cancel_futures=True)
+    _PROFILES[:] = profiles
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = {key: pool.submit(_parts_job, *key) for key in keys}
+            explained = explain_all()
+            return {key: future.result() for key, future in futures.items()}, explained
+    finally:
+        _PROFILES.clear()
 
 
 def _profile_label(profile: Profile, index: int) -> str:
@@ -200,27 +204,19 @@ def _profile_label(profile: Profile, index: int) -> str:
 
 def build(profiles: list[Profile], title: str | None = None) -> Report:
     """The report's content for one or more profiles (the first is the comparison's baseline)."""
-    drawer = _Drawer(FIGURES_PER_KERNEL * sum(len(p.kernels) for p in profiles))
-    placed: list[tuple[KernelReport, str, int]] = []
+    parts, documents = _all_parts(profiles, lambda: [explain(p, kernels_by_duration(p)) for p in profiles])
     profile_reports: list[ProfileReport] = []
-    for index, profile in enumerate(profiles):
-        document = explain(profile, kernels_by_duration(profile))
+    for index, (profile, document) in enumerate(zip(profiles, documents)):
         entries = {entry["id"]: entry for entry in document["kernels"]}
-        kernels = []
-        for kernel in kernels_by_duration(profile):
-            kernel_report = _kernel_report(profile, index, kernel, entries[kernel.id])
-            placed += [(kernel_report, section, drawer.submit((function, arguments)))
-                       for section, function, arguments in _figure_jobs(kernel_report)]
-            kernels.append(kernel_report)
+        position = {id(kernel): number for number, kernel in enumerate(profile.kernels)}
+        kernels = [KernelReport(**vars(parts[index, position[id(kernel)]]), anchor=f"p{index}-k{kernel.id}", kernel=kernel,
+                                entry=entries[kernel.id]) for kernel in kernels_by_duration(profile)]
         profile_reports.append(ProfileReport(index, _profile_label(profile, index), profile, document, kernels))
     comparison = compare(profile_reports) if len(profile_reports) > 1 else None
-    comparison_slots = [drawer.submit(job) for job in _comparison_jobs(comparison)] if comparison is not None else []
-    images = drawer.results()
-    for kernel_report, section, slot in placed:
-        kernel_report.figures.setdefault(section, []).append(images[slot])
+    comparison_figures = [getattr(figures, function)(*arguments) for function, arguments in _comparison_jobs(comparison)] if comparison else []
     report_title = title or ("keet report: " + ", ".join(Path(p.source).name for p in profiles))
     return Report(report_title, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), __version__, profile_reports, comparison,
-                  [images[slot] for slot in comparison_slots])
+                  comparison_figures)
 
 
 def _side(report: ProfileReport, kernel: KernelReport) -> Side:

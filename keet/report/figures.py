@@ -19,7 +19,7 @@ matplotlib.use("Agg")  # before anything imports pyplot: no display here or in C
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from keet.format import si
 from keet.report.sections import (
@@ -65,7 +65,7 @@ def _axes(width: float, height: float, title: str, left: float = 0.75, bottom: f
 
 def _log_axis(axis) -> None:
     """Decade ticks labelled with SI prefixes (mathtext labels cost tens of ms each)."""
-    axis.set_major_locator(LogLocator(base=10, numticks=7))
+    axis.set_major_locator(LogLocator(base=10, numticks=6))
     axis.set_major_formatter(FuncFormatter(lambda value, _pos: si(value)))
     axis.set_minor_locator(NullLocator())  # minor ticks: a hundred Tick objects for nothing read
 
@@ -74,8 +74,6 @@ def _label_margin(labels: list[str]) -> float:
     """Left margin in inches wide enough for the longest category label of a bar chart."""
     return 0.25 + 0.062 * max((len(label) for label in labels), default=4)
 
-
-SI_TICKS = FuncFormatter(lambda value, _pos: si(value))
 
 
 def _image(fig: Figure, title: str, alt: str) -> Image:
@@ -171,14 +169,15 @@ def memory_figure(data: MemoryChart, kernel_name: str) -> Image:
 
 
 def _barh(ax: Axes, labels: list[str], values: list[float], text: list[str], colour: str = COLOURS[0]) -> None:
-    """Horizontal bars, each named with its value on its left: one plain text per bar (tick
-    objects and a second label per bar would double the cost of drawing the chart)."""
+    """Horizontal bars, directly labelled: each named with its value on its left, so the chart
+    needs no tick marks (matplotlib's tick objects cost more to draw than the rest of a bar
+    chart together); the axis label still names the quantity and its unit."""
     positions = list(range(len(labels)))[::-1]
     ax.barh(positions, values, color=colour, edgecolor="black", linewidth=0.4)
     ax.set_yticks([])
+    ax.set_xticks([])
+    ax.spines["left"].set_visible(False)
     ax.set_ylim(-0.6, len(labels) - 0.4)
-    ax.xaxis.set_major_locator(MaxNLocator(5))
-    ax.xaxis.set_major_formatter(SI_TICKS)  # 1.2 M, not an offset "1e7"
     names = ax.get_yaxis_transform()
     for y, name, label in zip(positions, labels, text):
         ax.text(-0.01, y, f"{name}  {label}", transform=names, ha="right", va="center", fontsize=8)
@@ -186,9 +185,12 @@ def _barh(ax: Axes, labels: list[str], values: list[float], text: list[str], col
 
 
 def _marker_line(ax: Axes, x: float, label: str, colour: str, style: str, height: float) -> None:
-    """A vertical line at x, named by a text above the plot (a legend costs more to lay out)."""
+    """A vertical line at x, named by a text above the plot (a legend costs more to lay out);
+    the text runs away from the nearer edge. Set the x limits first."""
     ax.axvline(x, color=colour, linestyle=style, linewidth=1.4)
-    ax.text(x, height, label, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=7.5, color=colour)
+    right_half = x > sum(ax.get_xlim()) / 2
+    ax.text(x, height, label, transform=ax.get_xaxis_transform(), ha="right" if right_half else "left", va="bottom",
+            fontsize=7.5, color=colour)
 
 
 def _bar_margin(labels: list[str], text: list[str]) -> float:
@@ -205,7 +207,7 @@ def stalls_figure(data: list[Stall], kernel_name: str) -> Image:
     names, text = [s.reason for s in shown], [f"{v:.2f} ({v / total:.0%})" for v in values]
     fig, ax = _axes(6.4, 0.9 + 0.2 * len(shown), title, left=_bar_margin(names, text))
     _barh(ax, names, values, text)
-    ax.set_xlabel("Warp cycles per issued instruction (cycle)")
+    ax.set_xlabel("Warp cycles per issued instruction, cycles (each bar's value beside its name)")
     alt = "Bar chart of warp cycles per issued instruction by stall reason: " + ", ".join(
         f"{s.reason} {s.cycles_per_instruction:.2f}" for s in shown) + "."
     return _image(fig, title, alt)
@@ -219,7 +221,7 @@ def instruction_mix_figure(data: dict[str, float], kernel_name: str) -> Image:
     text = [f"{si(v)} ({v / total:.0%})" for v in data.values()]
     fig, ax = _axes(6.4, 0.9 + 0.2 * len(data), title, left=_bar_margin(list(data), text))
     _barh(ax, list(data), list(data.values()), text, COLOURS[2])
-    ax.set_xlabel("Warp instructions executed (instructions)")
+    ax.set_xlabel("Warp instructions executed (each bar's count beside its name)")
     alt = "Bar chart of warp instructions per pipe: " + ", ".join(f"{pipe} {si(v)}" for pipe, v in data.items()) + "."
     return _image(fig, title, alt)
 
@@ -231,13 +233,13 @@ def breakdown_figure(prediction: GPUPrediction, measured_ns: float | None, kerne
     clock = f" at {prediction.clock_hz / 1e9:.2f} GHz" if prediction.clock_hz else ""
     title = f"Model breakdown on {prediction.gpu}{clock}: {_short(kernel_name)}"
     text = [si(v, "ns") for v in parts.values()]
-    fig, ax = _axes(6.4, 1.0 + 0.2 * max(len(parts), 2), title, left=_bar_margin(list(parts), text))
+    fig, ax = _axes(6.4, 1.2 + 0.2 * max(len(parts), 2), title, left=_bar_margin(list(parts), text), top=0.55)
     _barh(ax, list(parts), [v / 1e3 for v in parts.values()], text, COLOURS[4])
+    ax.set_xlim(0, max([*(v / 1e3 for v in parts.values()), prediction.predicted_ns / 1e3, (measured_ns or 0) / 1e3]) * 1.05)
     _marker_line(ax, prediction.predicted_ns / 1e3, f"predicted {si(prediction.predicted_ns, 'ns')}", "black", "--", 1.0)
     if measured_ns:
-        _marker_line(ax, measured_ns / 1e3, f"measured {si(measured_ns, 'ns')}", COLOURS[5], "-", 1.12)
-    ax.set_xlabel("Time (us)")
-    ax.set_xlim(0, max([*(v / 1e3 for v in parts.values()), prediction.predicted_ns / 1e3, (measured_ns or 0) / 1e3]) * 1.05)
+        _marker_line(ax, measured_ns / 1e3, f"measured {si(measured_ns, 'ns')}", COLOURS[5], "-", 1.09)
+    ax.set_xlabel("Time, us (each bar's value beside its name)")
     alt = (f"Bar chart of the time each unit would take alone on {prediction.gpu}: "
            + ", ".join(f"{name} {si(v, 'ns')}" for name, v in parts.items())
            + f". Predicted {si(prediction.predicted_ns, 'ns')}" + (f", measured {si(measured_ns, 'ns')}." if measured_ns else "."))
@@ -251,12 +253,12 @@ def gpus_figure(data: Predictions, kernel_name: str) -> Image:
     labels = [p.gpu + (" (profiled)" if p.gpu == data.own_gpu else "") for p in shown]
     title = f"Predicted time per GPU: {_short(kernel_name)}"
     text = [(">= " if p.lower_bound else "") + f"{si(p.predicted_ns, 'ns')} {p.bound}" for p in shown]
-    fig, ax = _axes(6.4, 1.0 + 0.2 * len(shown), title, left=_bar_margin(labels, text))
+    fig, ax = _axes(6.4, 1.1 + 0.2 * len(shown), title, left=_bar_margin(labels, text), top=0.45)
     _barh(ax, labels, [p.predicted_ns / 1e3 for p in shown], text, COLOURS[0])
+    ax.set_xlim(0, max([p.predicted_ns / 1e3 for p in shown] + [(data.measured_ns or 0) / 1e3]) * 1.05)
     if data.measured_ns and data.own_gpu:
         _marker_line(ax, data.measured_ns / 1e3, f"measured on {data.own_gpu} {si(data.measured_ns, 'ns')}", COLOURS[5], "-", 1.0)
-    ax.set_xlabel("Predicted time (us)")
-    ax.set_xlim(0, max([p.predicted_ns / 1e3 for p in shown] + [(data.measured_ns or 0) / 1e3]) * 1.05)
+    ax.set_xlabel("Predicted time, us (each bar's value beside its name)")
     alt = "Bar chart of predicted time per GPU: " + ", ".join(f"{label} {t}" for label, t in zip(labels, text)) + "."
     return _image(fig, title, alt)
 
@@ -274,7 +276,7 @@ def comparison_figure(names: list[str], labels: list[str], durations: list[list[
     for bar, (_name, _value, index) in zip(ax.patches, rows):
         bar.set_facecolor(COLOURS[index % len(COLOURS)])
         bar.set_hatch(("", "//", "..", "xx")[index % 4])
-    ax.set_xlabel("Measured duration (us); [n] is the profile number")
+    ax.set_xlabel("Measured duration, us (each bar's value beside its name; [n] is the profile number)")
     alt = "Bar chart of durations: " + "; ".join(
         f"{n}: " + ", ".join(f"{label} {si(row[i], 'ns')}" for i, label in enumerate(labels)) for n, row in zip(names, durations)) + "."
     return _image(fig, title, alt)
