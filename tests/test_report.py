@@ -176,7 +176,8 @@ def test_comparison_explains_the_padded_transpose_with_the_rules():
     conflicts = after.value(after.kernels[0], "shared.bank_conflicts")
     assert f"shared.bank_conflicts 65,718,596 wavefront -> {conflicts:,.0f} wavefront" in text
     assert "the largest change is the l1_shared time" in text
-    assert report.comparison_figures and "Duration" in report.comparison_figures[0].title
+    (chart,) = report.comparison_figures.values()
+    assert "Duration" in chart.title and "transpose_smem_conflict_kernel" in chart.alt
 
 
 def test_h100_and_h200_profiles_match_by_kernel_name():

@@ -83,7 +83,7 @@ class Report:
     version: str
     profiles: list[ProfileReport]
     comparison: Comparison | None
-    comparison_figures: list[figures.Image] = field(default_factory=list)
+    comparison_figures: dict[str, figures.Image] = field(default_factory=dict)  # compared profile's label -> chart
 
 
 def _absent_reasons(vendor: str) -> dict[str, str]:
@@ -137,8 +137,7 @@ def kernel_parts(profile: Profile, kernel: Kernel) -> KernelParts:
                           ("instruction-mix", parts.instruction_mix), ("hotspots", parts.hotspots)):
         if data is None:
             parts.absent[section] = reasons[section]
-    for section, function, arguments in _figure_jobs(parts, kernel.name):
-        parts.figures.setdefault(section, []).append(getattr(figures, function)(*arguments))
+    parts.figures = _draw(parts, kernel.name)
     return parts
 
 
@@ -148,24 +147,20 @@ def _no_float_work(profile: Profile, kernel: Kernel, work) -> bool:
     return any(c is not None for c in counted) and not sections.kernel_flops(profile, kernel, work)
 
 
-def _figure_jobs(report: KernelParts, name: str) -> list[tuple[str, str, tuple]]:
-    """(section, figure function name, arguments) for every figure of a kernel."""
-    jobs: list[tuple[str, str, tuple]] = []
-    if report.roofline is not None:
-        jobs.append(("roofline", "roofline_figure", (report.roofline, name)))
-    if report.memory is not None:
-        jobs.append(("memory", "memory_figure", (report.memory, name)))
-    if report.stalls is not None:
-        jobs.append(("stalls", "stalls_figure", (report.stalls, name)))
-    if report.instruction_mix is not None:
-        jobs.append(("instruction-mix", "instruction_mix_figure", (report.instruction_mix, name)))
-    predictions = report.predictions
-    own = predictions.beside_measured()
-    if own is not None:
-        jobs.append(("prediction", "breakdown_figure", (own, predictions.measured_ns, name)))
+def _draw(parts: KernelParts, name: str) -> dict[str, list[figures.Image]]:
+    """Every figure of a kernel, by section."""
+    drawn: dict[str, list[figures.Image]] = {}
+    for section, data, draw in (("roofline", parts.roofline, figures.roofline_figure), ("memory", parts.memory, figures.memory_figure),
+                                ("stalls", parts.stalls, figures.stalls_figure),
+                                ("instruction-mix", parts.instruction_mix, figures.instruction_mix_figure)):
+        if data is not None:
+            drawn[section] = [draw(data, name)]
+    predictions = parts.predictions
+    if (own := predictions.beside_measured()) is not None:
+        drawn.setdefault("prediction", []).append(figures.breakdown_figure(own, predictions.measured_ns, name))
     if any(p.predicted_ns is not None for p in predictions.per_gpu):
-        jobs.append(("prediction", "gpus_figure", (predictions, name)))
-    return jobs
+        drawn.setdefault("prediction", []).append(figures.gpus_figure(predictions, name))
+    return drawn
 
 
 # The profiles of the report being built, for worker processes forked while it is built: they
@@ -213,7 +208,7 @@ def build(profiles: list[Profile], title: str | None = None) -> Report:
                                 entry=entries[kernel.id]) for kernel in kernels_by_duration(profile)]
         profile_reports.append(ProfileReport(index, _profile_label(profile, index), profile, document, kernels))
     comparison = compare(profile_reports) if len(profile_reports) > 1 else None
-    comparison_figures = [getattr(figures, function)(*arguments) for function, arguments in _comparison_jobs(comparison)] if comparison else []
+    comparison_figures = _comparison_figures(comparison) if comparison is not None else {}
     report_title = title or ("keet report: " + ", ".join(Path(p.source).name for p in profiles))
     return Report(report_title, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), __version__, profile_reports, comparison,
                   comparison_figures)
@@ -235,15 +230,11 @@ def compare(reports: list[ProfileReport]) -> Comparison:
     return Comparison(base.label, [r.label for r in reports[1:]], deltas, unmatched)
 
 
-def _comparison_jobs(comparison: Comparison) -> list[tuple[str, tuple]]:
-    """One duration chart per compared profile (baseline and that profile)."""
-    jobs = []
-    for label, deltas in zip(comparison.others, comparison.deltas):
-        if deltas:
-            names = [d.name for d in deltas]
-            durations = [[d.baseline.kernel.duration_ns, d.other.kernel.duration_ns] for d in deltas]
-            jobs.append(("comparison_figure", (names, [comparison.baseline, label], durations)))
-    return jobs
+def _comparison_figures(comparison: Comparison) -> dict[str, figures.Image]:
+    """One duration chart per compared profile (baseline and that profile), by its label."""
+    return {label: figures.comparison_figure([d.name for d in deltas], [comparison.baseline, label],
+                                             [[d.baseline.kernel.duration_ns, d.other.kernel.duration_ns] for d in deltas])
+            for label, deltas in zip(comparison.others, comparison.deltas) if deltas}
 
 
 def write_report(paths: list[str | Path], out: str | Path, title: str | None = None) -> Report:
