@@ -73,23 +73,17 @@ def match(base: list[Kernel], other: list[Kernel]) -> tuple[list[tuple[Kernel, K
     return pairs, [k.name for k in left] + [k.name for k in right]
 
 
-def _evidence_change(finding: dict[str, Any], other: Side) -> str:
-    """"metric a -> b" for a finding's first evidence metric, read on the other side too."""
+def _evidence_change(finding: dict[str, Any], side: Side, found_before: bool = True) -> str:
+    """"metric a -> b" for a finding's first evidence metric, read on the other side too
+    (`side` is the side the finding was not found on)."""
     evidence = finding["evidence"][0] if finding["evidence"] else None
     if evidence is None:
         return ""
-    after = other.profile.value(other.kernel, evidence["metric"])
-    after_text = metric_value(after, evidence["unit"]) if after is not None else "not measured"
-    return f"{evidence['metric']} {metric_value(evidence['value'], evidence['unit'])} -> {after_text}"
-
-
-def _reverse_change(finding: dict[str, Any], base: Side) -> str:
-    evidence = finding["evidence"][0] if finding["evidence"] else None
-    if evidence is None:
-        return ""
-    before = base.profile.value(base.kernel, evidence["metric"])
-    before_text = metric_value(before, evidence["unit"]) if before is not None else "not measured"
-    return f"{evidence['metric']} {before_text} -> {metric_value(evidence['value'], evidence['unit'])}"
+    read = side.profile.value(side.kernel, evidence["metric"])
+    found = metric_value(evidence["value"], evidence["unit"])
+    read_text = metric_value(read, evidence["unit"]) if read is not None else "not measured"
+    before, after = (found, read_text) if found_before else (read_text, found)
+    return f"{evidence['metric']} {before} -> {after}"
 
 
 def _model_sentence(base: Side, other: Side) -> str | None:
@@ -136,7 +130,7 @@ def delta(name: str, base: Side, other: Side) -> KernelDelta:
     for f in result.resolved:
         result.explanation.append(f"No longer found: {f['category']} (impact {f['impact']:.0%} before); {_evidence_change(f, other)}.")
     for f in result.appeared:
-        result.explanation.append(f"Newly found: {f['category']} (impact {f['impact']:.0%}); {_reverse_change(f, base)}.")
+        result.explanation.append(f"Newly found: {f['category']} (impact {f['impact']:.0%}); {_evidence_change(f, base, found_before=False)}.")
     for f, g in result.persisting:
         result.explanation.append(f"Still found: {f['category']} (impact {f['impact']:.0%} -> {g['impact']:.0%}); {_evidence_change(f, other)}.")
     if (model := _model_sentence(base, other)) is not None:
