@@ -19,10 +19,10 @@ from pathlib import Path
 import click
 
 from keet.errors import KeetError, ProfileError
-from keet.ingest import detect, load_profile
-from keet.report.assemble import build
+from keet.ingest import detect
+from keet.report.assemble import write_report
 from keet.report.check import missing_sections
-from keet.report.page import render, render_index
+from keet.report.page import render_index
 
 PROFILE_SUFFIXES = (".xz", ".gz", ".ncu-rep", ".csv", ".db", ".json", ".sqlite")
 
@@ -62,11 +62,9 @@ def comparison_sets(root: Path, profiles: list[Path]) -> dict[Path, list[Path]]:
 
 
 def _write(paths: list[Path], out: Path, title: str) -> tuple[list[str], int]:
-    profiles = [load_profile(path) for path in paths]
-    html = render(build(profiles, title))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html, encoding="utf-8")
-    return missing_sections(profiles, html), sum(len(p.kernels) for p in profiles)
+    report = write_report(paths, out, title)
+    profiles = [p.profile for p in report.profiles]
+    return missing_sections(profiles, out.read_text(encoding="utf-8")), sum(len(p.kernels) for p in profiles)
 
 
 @click.command()

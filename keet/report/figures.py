@@ -77,9 +77,8 @@ def _label_margin(labels: list[str]) -> float:
 
 
 def _image(fig: Figure, title: str, alt: str) -> Image:
-    buffer = io.BytesIO()
-    with matplotlib.rc_context(STYLE):
-        fig.savefig(buffer, format="svg", metadata={"Date": None, "Title": title})
+    buffer = io.BytesIO()  # saved under the report style: every drawing function runs inside _styled
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Title": title})
     return Image(title, alt, "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"))
 
 

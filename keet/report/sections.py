@@ -7,7 +7,6 @@ does not hold returns None; :func:`missing_note` says what to collect instead.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -418,7 +417,3 @@ def model_inputs(profile: Profile, kernel: Kernel) -> tuple[Any, str | None]:
         return features(profile, kernel), None
     except (ValueError, KeyError) as exc:
         return None, str(exc)
-
-
-def finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)
