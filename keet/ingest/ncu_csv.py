@@ -44,7 +44,7 @@ COMMAND_LINE_SECTION = "Command line profiler metrics"
 _HEADER_START = re.compile(rb'^[ \t]*"?ID"?[ \t]*,[ \t]*"?Process ID"?[ \t]*,', re.MULTILINE)
 _NCU_MESSAGE = re.compile(rb"^==[A-Z]+==")  # ==PROF==, ==WARNING==, ==ERROR==
 _METRIC_NAME = re.compile(r"^[A-Za-z0-9]+__[A-Za-z0-9_.:@]+$")  # sm__throughput.avg.pct_of_peak...
-_GROUPED_NUMBER = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?$", re.ASCII)  # 12,319,469 or 1,024.5
+_GROUPED_NUMBER = re.compile(r"^[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?$")  # 12,319,469 or 1,024.5
 _DIM3 = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$", re.ASCII)  # (256, 1, 1)
 _COMPUTE_CAPABILITY = re.compile(r"^(\d+)\.(\d+)$", re.ASCII)  # 9.0
 _MISSING = frozenset({"", "n/a", "nan", "-nan"})
@@ -240,7 +240,8 @@ def _numbers(text: pd.Series) -> pd.Series:
     if retry.any():
         rest = text[retry].str.strip()
         # Only digit groups of three lose their commas: "1,2,3" stays text.
-        grouped = rest.str.match(_GROUPED_NUMBER)
+        # the pattern text, not the compiled object: pandas 3 rejects compiled patterns with flags
+        grouped = rest.str.match(_GROUPED_NUMBER.pattern)
         if grouped.any():
             rest = rest.where(~grouped, rest.str.replace(",", "", regex=False))
             numbers = numbers.astype("float64")
