@@ -18,8 +18,11 @@ matplotlib.use("Agg")  # before anything imports pyplot: no display here or in C
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyBboxPatch
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.text import Annotation
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+from matplotlib.transforms import Affine2D
 
 from keet.format import si
 from keet.report.sections import (
@@ -141,55 +144,81 @@ LEVEL_X = {"SM": 0.0, "L1": 1.0, "L2": 2.0, "DRAM": 3.0}
 def memory_figure(data: MemoryChart, kernel_name: str) -> Image:
     """Boxes for the SMs, L1, L2 and DRAM; arrows with the bytes moved each way; hit rates."""
     title = f"Memory traffic of {_short(kernel_name)}"
-    fig, ax = _axes(7.0, 3.0, title, left=0.05, bottom=0.05, right=0.05)
-    ax.set_xlim(-0.5, 3.5)
-    ax.set_ylim(-1.25, 1.0)
-    ax.axis("off")
+    fig = Figure(figsize=(7.0, 3.0))
+    fig.text(0.5, 1 - 0.06 / 3.0, title, ha="center", va="top", fontsize=10)
+    # Drawn in chart units (levels at x = 0..3, y from -1.25 to 1) mapped onto the figure's
+    # inches below the title, without an Axes (see _bar_figure).
+    chart = Affine2D().translate(0.5, 1.25).scale(6.9 / 4.0, 2.63 / 2.25).translate(0.05, 0.05) + fig.dpi_scale_trans
     names = {"SM": "SMs", "L1": "L1 / TEX", "L2": "L2", "DRAM": "DRAM"}
     for level, x in LEVEL_X.items():
-        ax.add_patch(FancyBboxPatch((x - 0.24, -0.3), 0.48, 0.6, boxstyle="round,pad=0.02", facecolor="#eef3f8", edgecolor="#345"))
+        fig.add_artist(FancyBboxPatch((x - 0.24, -0.3), 0.48, 0.6, boxstyle="round,pad=0.02", facecolor="#eef3f8", edgecolor="#345",
+                                      transform=chart))
         rate = data.hit_rates.get(level)
         label = names[level] + (f"\nhit {rate:.1f}%" if rate is not None else "")
-        ax.text(x, 0.0, label, ha="center", va="center", fontsize=9)
+        fig.text(x, 0.0, label, transform=chart, ha="center", va="center", fontsize=9)
     for link in data.links:
         x0, x1 = LEVEL_X[link.source] + 0.26, LEVEL_X[link.target] - 0.26
         reads = link.what.startswith("read")
         y = 0.16 if reads else -0.16
         start, end = ((x1, y), (x0, y)) if reads else ((x0, y), (x1, y))  # data flows towards the SMs on reads
-        ax.annotate("", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "color": "#222", "linestyle": "-" if reads else "--"})
+        fig.add_artist(Annotation("", xy=end, xytext=start, xycoords=chart,
+                                  arrowprops={"arrowstyle": "-|>", "color": "#222", "linestyle": "-" if reads else "--"}))
         rate = f"\n{si(link.per_second, 'B/s')}" if link.per_second else ""
-        ax.text((x0 + x1) / 2, 0.62 if reads else -0.62, f"{link.what}\n{si(link.bytes, 'B')}{rate}", ha="center", va="center", fontsize=7.5)
+        fig.text((x0 + x1) / 2, 0.62 if reads else -0.62, f"{link.what}\n{si(link.bytes, 'B')}{rate}", transform=chart, ha="center",
+                 va="center", fontsize=7.5)
     if data.shared:
         text = "Shared memory: " + ", ".join(f"{name} {si(value)}" for name, value in data.shared.items())
-        ax.text(LEVEL_X["L1"], -1.05, text, ha="center", va="center", fontsize=8,
-                bbox={"boxstyle": "round", "facecolor": "#f6f0e6", "edgecolor": "#864"})
+        fig.text(LEVEL_X["L1"], -1.05, text, transform=chart, ha="center", va="center", fontsize=8,
+                 bbox={"boxstyle": "round", "facecolor": "#f6f0e6", "edgecolor": "#864"})
     alt = "Memory chart. " + "; ".join(f"{label}: {_plain(value, unit)}" for label, value, unit in data.rows) + "."
     return _image(fig, title, alt)
 
 
-def _barh(ax: Axes, labels: list[str], values: list[float], text: list[str], colour: str = COLOURS[0]) -> None:
-    """Horizontal bars, directly labelled: each named with its value on its left, so the chart
-    needs no tick marks (matplotlib's tick objects cost more to draw than the rest of a bar
-    chart together); the axis label still names the quantity and its unit."""
-    positions = list(range(len(labels)))[::-1]
-    ax.barh(positions, values, color=colour, edgecolor="black", linewidth=0.4)
-    ax.set_yticks([])
-    ax.set_xticks([])
-    ax.spines["left"].set_visible(False)
-    ax.set_ylim(-0.6, len(labels) - 0.4)
-    names = ax.get_yaxis_transform()
-    for y, name, label in zip(positions, labels, text):
-        ax.text(-0.01, y, f"{name}  {label}", transform=names, ha="right", va="center", fontsize=8)
-    ax.set_xlim(0, max(values, default=1.0) * 1.05 or 1.0)
+# Bar charts are drawn on the figure itself, in inches (fig.dpi_scale_trans), without an Axes:
+# an Axes and its tick machinery cost more than everything a directly labelled bar chart shows.
+BAR_PITCH = 0.2  # inches per bar
+BAR_RIGHT, BAR_BOTTOM = 0.15, 0.4  # margins, inches
+MARKER_LABEL_STEP = 0.13  # inches between the texts of several marker lines above the bars
 
 
-def _marker_line(ax: Axes, x: float, label: str, colour: str, style: str, height: float) -> None:
-    """A vertical line at x, named by a text above the plot (a legend costs more to lay out);
-    the text runs away from the nearer edge. Set the x limits first."""
-    ax.axvline(x, color=colour, linestyle=style, linewidth=1.4)
-    right_half = x > sum(ax.get_xlim()) / 2
-    ax.text(x, height, label, transform=ax.get_xaxis_transform(), ha="right" if right_half else "left", va="bottom",
-            fontsize=7.5, color=colour)
+@dataclass
+class Marker:
+    """A vertical line across the bars at value x, named above them."""
+
+    x: float
+    label: str
+    colour: str
+    style: str
+
+
+def _bar_figure(title: str, names: list[str], values: list[float], text: list[str], xlabel: str, colours: list[str],
+                markers: list[Marker] = (), hatches: list[str] | None = None, width: float = 6.4) -> Figure:
+    """Horizontal bars, each named with its value on its left; the quantity and unit in the
+    label below; marker lines (predicted, measured) named above the bars, their text running
+    away from the nearer edge."""
+    left = _bar_margin(names, text)
+    plot_width, plot_height = width - left - BAR_RIGHT, BAR_PITCH * len(names) + 0.1
+    top = 0.36 + MARKER_LABEL_STEP * len(markers)
+    fig = Figure(figsize=(width, BAR_BOTTOM + plot_height + top))
+    inches = fig.dpi_scale_trans
+    fig.text(0.5, 1 - 0.06 / fig.get_figheight(), title, ha="center", va="top", fontsize=10)
+    scale = plot_width / (max([*values, *(m.x for m in markers)], default=1.0) * 1.05 or 1.0)
+    for index, (name, value, label) in enumerate(zip(names, values, text)):
+        centre = BAR_BOTTOM + 0.05 + (len(names) - index - 0.5) * BAR_PITCH
+        fig.add_artist(Rectangle((left, centre - 0.4 * BAR_PITCH), value * scale, 0.8 * BAR_PITCH, transform=inches,
+                                 facecolor=colours[index % len(colours)], edgecolor="black", linewidth=0.4,
+                                 hatch=hatches[index] if hatches else None))
+        fig.text(left - 0.05, centre, f"{name}  {label}", transform=inches, ha="right", va="center", fontsize=8)
+    fig.add_artist(Line2D([left, left + plot_width], [BAR_BOTTOM, BAR_BOTTOM], transform=inches, color="black", linewidth=0.8))
+    fig.text(width / 2, BAR_BOTTOM - 0.08, xlabel, transform=inches, ha="center", va="top", fontsize=9)  # centred on the figure: long labels fit
+    for index, marker in enumerate(markers):
+        x = left + marker.x * scale
+        fig.add_artist(Line2D([x, x], [BAR_BOTTOM, BAR_BOTTOM + plot_height], transform=inches, color=marker.colour,
+                              linestyle=marker.style, linewidth=1.4))
+        right_half = x > left + plot_width / 2
+        fig.text(x, BAR_BOTTOM + plot_height + 0.03 + MARKER_LABEL_STEP * index, marker.label, transform=inches,
+                 ha="right" if right_half else "left", va="bottom", fontsize=7.5, color=marker.colour)
+    return fig
 
 
 def _bar_margin(labels: list[str], text: list[str]) -> float:
@@ -204,9 +233,8 @@ def stalls_figure(data: list[Stall], kernel_name: str) -> Image:
     title = f"Warp states of {_short(kernel_name)}"
     values = [s.cycles_per_instruction for s in shown]
     names, text = [s.reason for s in shown], [f"{v:.2f} ({v / total:.0%})" for v in values]
-    fig, ax = _axes(6.4, 0.9 + 0.2 * len(shown), title, left=_bar_margin(names, text))
-    _barh(ax, names, values, text)
-    ax.set_xlabel("Warp cycles per issued instruction, cycles (each bar's value beside its name)")
+    fig = _bar_figure(title, names, values, text, "Warp cycles per issued instruction, cycles (each bar's value beside its name)",
+                      [COLOURS[0]])
     alt = "Bar chart of warp cycles per issued instruction by stall reason: " + ", ".join(
         f"{s.reason} {s.cycles_per_instruction:.2f}" for s in shown) + "."
     return _image(fig, title, alt)
@@ -218,9 +246,8 @@ def instruction_mix_figure(data: dict[str, float], kernel_name: str) -> Image:
     total = sum(data.values())
     title = f"Instruction mix of {_short(kernel_name)}"
     text = [f"{si(v)} ({v / total:.0%})" for v in data.values()]
-    fig, ax = _axes(6.4, 0.9 + 0.2 * len(data), title, left=_bar_margin(list(data), text))
-    _barh(ax, list(data), list(data.values()), text, COLOURS[2])
-    ax.set_xlabel("Warp instructions executed (each bar's count beside its name)")
+    fig = _bar_figure(title, list(data), list(data.values()), text, "Warp instructions executed (each bar's count beside its name)",
+                      [COLOURS[2]])
     alt = "Bar chart of warp instructions per pipe: " + ", ".join(f"{pipe} {si(v)}" for pipe, v in data.items()) + "."
     return _image(fig, title, alt)
 
@@ -232,13 +259,11 @@ def breakdown_figure(prediction: GPUPrediction, measured_ns: float | None, kerne
     clock = f" at {prediction.clock_hz / 1e9:.2f} GHz" if prediction.clock_hz else ""
     title = f"Model breakdown on {prediction.gpu}{clock}: {_short(kernel_name)}"
     text = [si(v, "ns") for v in parts.values()]
-    fig, ax = _axes(6.4, 1.2 + 0.2 * max(len(parts), 2), title, left=_bar_margin(list(parts), text), top=0.55)
-    _barh(ax, list(parts), [v / 1e3 for v in parts.values()], text, COLOURS[4])
-    ax.set_xlim(0, max([*(v / 1e3 for v in parts.values()), prediction.predicted_ns / 1e3, (measured_ns or 0) / 1e3]) * 1.05)
-    _marker_line(ax, prediction.predicted_ns / 1e3, f"predicted {si(prediction.predicted_ns, 'ns')}", "black", "--", 1.0)
+    markers = [Marker(prediction.predicted_ns / 1e3, f"predicted {si(prediction.predicted_ns, 'ns')}", "black", "--")]
     if measured_ns:
-        _marker_line(ax, measured_ns / 1e3, f"measured {si(measured_ns, 'ns')}", COLOURS[5], "-", 1.09)
-    ax.set_xlabel("Time, us (each bar's value beside its name)")
+        markers.append(Marker(measured_ns / 1e3, f"measured {si(measured_ns, 'ns')}", COLOURS[5], "-"))
+    fig = _bar_figure(title, list(parts), [v / 1e3 for v in parts.values()], text, "Time, us (each bar's value beside its name)",
+                      [COLOURS[4]], markers)
     alt = (f"Bar chart of the time each unit would take alone on {prediction.gpu}: "
            + ", ".join(f"{name} {si(v, 'ns')}" for name, v in parts.items())
            + f". Predicted {si(prediction.predicted_ns, 'ns')}" + (f", measured {si(measured_ns, 'ns')}." if measured_ns else "."))
@@ -252,12 +277,10 @@ def gpus_figure(data: Predictions, kernel_name: str) -> Image:
     labels = [p.gpu + (" (profiled)" if p.gpu == data.own_gpu else "") for p in shown]
     title = f"Predicted time per GPU: {_short(kernel_name)}"
     text = [(">= " if p.lower_bound else "") + f"{si(p.predicted_ns, 'ns')} {p.bound}" for p in shown]
-    fig, ax = _axes(6.4, 1.1 + 0.2 * len(shown), title, left=_bar_margin(labels, text), top=0.45)
-    _barh(ax, labels, [p.predicted_ns / 1e3 for p in shown], text, COLOURS[0])
-    ax.set_xlim(0, max([p.predicted_ns / 1e3 for p in shown] + [(data.measured_ns or 0) / 1e3]) * 1.05)
-    if data.measured_ns and data.own_gpu:
-        _marker_line(ax, data.measured_ns / 1e3, f"measured on {data.own_gpu} {si(data.measured_ns, 'ns')}", COLOURS[5], "-", 1.0)
-    ax.set_xlabel("Predicted time, us (each bar's value beside its name)")
+    markers = ([Marker(data.measured_ns / 1e3, f"measured on {data.own_gpu} {si(data.measured_ns, 'ns')}", COLOURS[5], "-")]
+               if data.measured_ns and data.own_gpu else [])
+    fig = _bar_figure(title, labels, [p.predicted_ns / 1e3 for p in shown], text,
+                      "Predicted time, us (each bar's value beside its name)", [COLOURS[0]], markers)
     alt = "Bar chart of predicted time per GPU: " + ", ".join(f"{label} {t}" for label, t in zip(labels, text)) + "."
     return _image(fig, title, alt)
 
@@ -270,12 +293,10 @@ def comparison_figure(names: list[str], labels: list[str], durations: list[list[
             for index in range(len(labels))]
     text = [si(value, "ns") for _name, value, _index in rows]
     title = "Duration of matched kernels per profile"
-    fig, ax = _axes(6.8, 0.9 + 0.2 * len(rows), title, left=_bar_margin([r[0] for r in rows], text))
-    _barh(ax, [r[0] for r in rows], [r[1] / 1e3 for r in rows], text)
-    for bar, (_name, _value, index) in zip(ax.patches, rows):
-        bar.set_facecolor(COLOURS[index % len(COLOURS)])
-        bar.set_hatch(("", "//", "..", "xx")[index % 4])
-    ax.set_xlabel("Measured duration, us (each bar's value beside its name; [n] is the profile number)")
+    fig = _bar_figure(title, [r[0] for r in rows], [r[1] / 1e3 for r in rows], text,
+                      "Measured duration, us (each bar's value beside its name; [n] is the profile number)",
+                      [COLOURS[index % len(COLOURS)] for _name, _value, index in rows], width=6.8,
+                      hatches=[("", "//", "..", "xx")[index % 4] for _name, _value, index in rows])
     alt = "Bar chart of durations: " + "; ".join(
         f"{n}: " + ", ".join(f"{label} {si(row[i], 'ns')}" for i, label in enumerate(labels)) for n, row in zip(names, durations)) + "."
     return _image(fig, title, alt)
