@@ -1,0 +1,144 @@
+"""Where the LLM is and how much of it one request may use.
+
+    from keet.llm.settings import LLMSettings, chat_model
+    settings = LLMSettings.resolve(model="qwen2.5-coder-7b", base_url="http://127.0.0.1:8080/v1")
+    llm = chat_model(settings)          # a langchain BaseChatModel over any OpenAI-compatible endpoint
+
+Settings come from arguments first, then the environment (KEET_MODEL, OPENAI_BASE_URL,
+OPENAI_API_KEY). The API key is never part of a repr, an error message or a log line.
+langchain is imported inside the functions that need it: the base install has no langchain.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from keet.errors import KeetError
+
+if TYPE_CHECKING:
+    import httpx
+    from langchain_core.language_models import BaseChatModel
+
+# Local servers (llama.cpp, vLLM, Ollama) accept any key, but the openai client refuses to
+# start without one; this placeholder is sent when the user has none.
+NO_KEY = "no-key-needed"
+INSTALL_HINT = "the LLM agent needs the llm extra: pip install 'keet[llm]'"
+
+
+class LLMError(KeetError):
+    """The LLM endpoint is unreachable, failing, misconfigured, or over a limit: one line."""
+
+
+class LLMNotInstalled(LLMError):
+    def __init__(self) -> None:
+        super().__init__(INSTALL_HINT)
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """One OpenAI-compatible endpoint and the limits an agent run must stay within."""
+
+    model: str
+    base_url: str | None = None  # None: the openai client's default (api.openai.com)
+    api_key: str = field(default=NO_KEY, repr=False)
+    timeout_s: float = 60.0  # per HTTP request
+    max_tokens: int = 1024  # per model reply
+    max_tool_calls: int = 12  # per agent run, all tools together
+    max_model_calls: int = 16  # per agent run, repair rounds included
+    token_budget: int = 60_000  # prompt + completion tokens per agent run, as the endpoint reports them
+    retries: int = 1  # retries of a failed request (connection error, 5xx, 429) by the openai client
+    deadline_s: float = 300.0  # wall-clock limit of one agent run
+
+    @classmethod
+    def resolve(cls, model: str | None = None, base_url: str | None = None, api_key: str | None = None, **limits: Any) -> LLMSettings:
+        """Settings from the arguments, else KEET_MODEL / OPENAI_BASE_URL / OPENAI_API_KEY.
+        Limits left as None keep their defaults."""
+        known = {f.name for f in fields(cls)} - {"model", "base_url", "api_key"}
+        unknown = sorted(set(limits) - known)
+        if unknown:
+            raise TypeError(f"unknown LLM limits: {', '.join(unknown)}")
+        model = model or os.environ.get("KEET_MODEL")
+        if not model:
+            raise LLMError("no model named: give --model NAME or set KEET_MODEL (the name the endpoint serves)")
+        settings = cls(
+            model=model,
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY,
+        )
+        chosen = {name: value for name, value in limits.items() if value is not None}
+        settings = replace(settings, **chosen)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        for name in ("timeout_s", "max_tokens", "max_tool_calls", "max_model_calls", "token_budget", "deadline_s"):
+            if getattr(self, name) <= 0:
+                raise LLMError(f"LLM limit {name} must be positive, not {getattr(self, name)}")
+        if self.retries < 0:
+            raise LLMError(f"LLM retries must be 0 or more, not {self.retries}")
+
+    def endpoint(self) -> str:
+        """The endpoint as messages name it (never with the key)."""
+        return self.base_url or "the OpenAI API (api.openai.com)"
+
+
+def chat_model(settings: LLMSettings, http_client: httpx.Client | None = None) -> BaseChatModel:
+    """A ChatOpenAI for the settings. max_tokens travels in the request body as ``max_tokens``
+    (extra_body), which llama.cpp, vLLM, Ollama and OpenAI all honour; langchain's own field is
+    sent as ``max_completion_tokens``, which llama.cpp's server ignores."""
+    try:
+        from langchain_openai import ChatOpenAI
+    except ImportError:
+        raise LLMNotInstalled() from None
+    return ChatOpenAI(
+        model=settings.model,
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout=settings.timeout_s,
+        max_retries=settings.retries,
+        temperature=0.0,
+        extra_body={"max_tokens": settings.max_tokens},
+        stream_usage=False,
+        http_client=http_client,
+    )
+
+
+def describe_failure(exc: BaseException, settings: LLMSettings) -> str | None:
+    """One line for an error of the openai client (None for other errors). The key never
+    appears: messages name the endpoint and the status, not the request."""
+    try:
+        import openai
+    except ImportError:
+        return None
+    where = settings.endpoint()
+    if isinstance(exc, openai.APITimeoutError):
+        return f"the LLM endpoint {where} did not answer within {settings.timeout_s:g} s"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"cannot reach the LLM endpoint {where} (is the server running? `keet llm serve` starts a local one)"
+    if isinstance(exc, openai.AuthenticationError):
+        return f"the LLM endpoint {where} refused the API key (status 401): check OPENAI_API_KEY"
+    if isinstance(exc, openai.NotFoundError):
+        return f"the LLM endpoint {where} has no model {settings.model!r} or no chat API (status 404)"
+    if isinstance(exc, openai.APIStatusError):
+        return f"the LLM endpoint {where} failed with status {exc.status_code}"
+    if isinstance(exc, openai.OpenAIError):
+        return f"the LLM endpoint {where} failed: {type(exc).__name__}"
+    return None
+
+
+@contextmanager
+def llm_errors(settings: LLMSettings) -> Iterator[None]:
+    """Turn the openai client's errors into one-line LLMErrors (exit status 2 in the CLI)."""
+    try:
+        yield
+    except LLMError:
+        raise
+    except Exception as exc:
+        line = describe_failure(exc, settings)
+        if line is None:
+            raise
+        raise LLMError(line) from None
