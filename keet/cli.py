@@ -13,6 +13,7 @@ from keet.errors import KeetError
 from keet.explain import explain as explain_profile
 from keet.explain import to_json, to_text
 from keet.ingest import load_profile
+from keet.optimize.cli import optimize as optimize_command
 from keet.profile import Profile
 
 
@@ -112,6 +113,9 @@ def report(profile_paths: tuple[str, ...], output: str, title: str | None) -> No
     kernels = sum(len(p.kernels) for p in written.profiles)
     click.echo(f"wrote {output}: {kernels} kernel{'s' if kernels != 1 else ''} from {len(written.profiles)} profile"
                f"{'s' if len(written.profiles) != 1 else ''}")
+
+
+cli.add_command(optimize_command)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""keet optimize: profile, explain, rewrite, verify, measure, keep the best (docs/optimize.md)."""

@@ -1,0 +1,84 @@
+"""Profile a candidate with Nsight Compute and explain it with keet's rules.
+
+The report is read with ncu_report when that module is importable, else through
+`ncu --import X.ncu-rep --csv --page details` and keet's CSV reader (the GPU machines have
+ncu but not the ncu_report Python module).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from keet.optimize.harness import write_plan
+from keet.optimize.problem import Problem
+from keet.optimize.sandbox import Limits, run_limited
+
+PROFILE_LIMITS = Limits(wall_seconds=300.0, memory_bytes=32 << 30, output_bytes=1 << 30, log_bytes=64 << 20)
+
+
+@dataclass
+class ProfileResult:
+    ok: bool
+    detail: str
+    report: Path | None = None
+    explanation: dict[str, Any] | None = None
+    text: str = ""
+    categories: list[str] = field(default_factory=list)
+
+
+def find_ncu() -> str | None:
+    for candidate in (os.environ.get("NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+def explain_report(report: Path, csv_path: Path, ncu: str | None) -> tuple[dict[str, Any], str]:
+    """keet's explanation document and text for the profile's (one) kernel."""
+    from keet.explain import explain, to_text
+    from keet.ingest import load_profile
+
+    if importlib.util.find_spec("ncu_report") is not None:
+        profile = load_profile(report)
+    else:
+        if ncu is None:
+            raise RuntimeError("neither ncu_report nor ncu is available to read the report")
+        exported = run_limited([ncu, "--import", str(report.resolve()), "--csv", "--page", "details"], csv_path.parent, PROFILE_LIMITS)
+        if not exported.ok:
+            raise RuntimeError(f"ncu --import failed: {exported.summary()}: {exported.stderr.strip()[-300:]}")
+        csv_path.write_text(exported.stdout)
+        profile = load_profile(csv_path)
+    document = explain(profile)
+    return document, to_text(document)
+
+
+def categories_of(document: dict[str, Any]) -> list[str]:
+    """The finding categories of the first (longest) kernel, largest impact first."""
+    kernels = document.get("kernels") or []
+    return [f["category"] for f in kernels[0]["diagnosis"]] if kernels else []
+
+
+def profile_candidate(executable: Path, problem: Problem, inputs_dir: Path, work_dir: Path, kernel: str) -> ProfileResult:
+    """One profiled launch at the timing shape, then the explanation."""
+    ncu = find_ncu()
+    if ncu is None:
+        return ProfileResult(False, "ncu not found: not profiled")
+    plan = write_plan(problem, inputs_dir, work_dir, mode="profile")
+    report = work_dir / "profile.ncu-rep"
+    command = [
+        ncu, "--set", "full", "--import-source", "yes", "--kernel-name-base", "function", "--kernel-name", f"regex:^{kernel}$",
+        "--launch-count", "1", "--force-overwrite", "--export", str(report.resolve()), str(executable.resolve()), str(plan.resolve()),
+    ]
+    result = run_limited(command, work_dir, PROFILE_LIMITS)
+    if not result.ok or not report.is_file():
+        return ProfileResult(False, f"ncu failed ({result.summary()}): {(result.stdout + result.stderr).strip()[-400:]}")
+    try:
+        document, text = explain_report(report, work_dir / "profile.csv", ncu)
+    except Exception as exc:  # a report keet cannot read is recorded, not fatal to the loop
+        return ProfileResult(False, f"profiled, but the explanation failed: {type(exc).__name__}: {exc}", report)
+    return ProfileResult(True, "profiled and explained", report, document, text, categories_of(document))
