@@ -34,7 +34,7 @@ fi
 for p in $PROBLEMS; do
   d=profiles/optimize/$p
   kernel=$(python3 -c "import tomllib;print(tomllib.load(open('$d/problem.toml','rb'))['kernel'])")
-  timeout 400 python3 -m keet.optimize $d/kernel.cu --kernel $kernel --reference $d/reference.cu --rounds 8 \
+  timeout ${PROBLEM_TIMEOUT:-400} python3 -m keet.optimize $d/kernel.cu --kernel $kernel --reference $d/reference.cu --rounds 8 \
     --out $RUNS/$p > $RUNS/$p.log 2>&1
   echo "== $p (exit $?)"; tail -4 $RUNS/$p.log
 done 2>&1 | tee $RUNS/summary.txt
