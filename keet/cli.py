@@ -13,6 +13,7 @@ from keet.errors import KeetError
 from keet.explain import explain as explain_profile
 from keet.explain import to_json, to_text
 from keet.ingest import load_profile
+from keet.llm.cli import explain_output, llm_group, llm_options
 from keet.optimize.cli import optimize as optimize_command
 from keet.profile import Profile
 
@@ -92,9 +93,13 @@ def metrics(profile_path: str, kernel: str | None, pattern: str | None, origin: 
 @click.option("--kernel", help="Kernel id, exact name, function name or name substring.")
 @click.option("--top", type=click.IntRange(min=1), help="Show at most this many findings per kernel.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
-def explain(profile_path: str, kernel: str | None, top: int | None, fmt: str) -> None:
+@llm_options
+def explain(profile_path: str, kernel: str | None, top: int | None, fmt: str, llm_args: dict) -> None:
     """Explain what bounds each kernel of PROFILE, longest first, with evidence and fixes."""
     profile = load_profile(profile_path)
+    if llm_args["llm"]:
+        click.echo(explain_output(profile, _selected(profile, kernel), top, fmt, llm_args))
+        return
     document = explain_profile(profile, _selected(profile, kernel), top)
     click.echo(to_json(document) if fmt == "json" else to_text(document, markdown=fmt == "markdown"), nl=fmt == "json")
 
@@ -116,6 +121,7 @@ def report(profile_paths: tuple[str, ...], output: str, title: str | None) -> No
 
 
 cli.add_command(optimize_command)
+cli.add_command(llm_group)
 
 
 def main() -> None:

