@@ -56,6 +56,10 @@ def optimize(kernel_path: str, kernel_name: str, reference_path: str, problem_pa
                 profile=profile, chat=chat, keep_scratch=keep_scratch, log=click.echo)
     summary = loop.run()
     best = summary["best"]
-    click.echo(f"{summary['problem']}: baseline {summary['baseline_ms'] or '-'} ms, best {best['id']} ({best['label']}) "
-               f"{best['median_ms'] or '-'} ms, speedup {best['speedup'] or '-'}x after {summary['rounds_run']} rounds; "
-               f"{summary['stop_reason']}; run folder {out}")
+
+    def ms(value: float | None) -> str:
+        return f"{value:.4f} ms" if value else "not timed"
+
+    speedup = f"{best['speedup']:.2f}x" if best["speedup"] else "-"
+    click.echo(f"{summary['problem']}: baseline {ms(summary['baseline_ms'])}, best {best['id']} ({best['label']}) {ms(best['median_ms'])}, "
+               f"speedup {speedup} after {summary['rounds_run']} rounds; {summary['stop_reason']}; run folder {out}")

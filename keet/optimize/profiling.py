@@ -1,7 +1,8 @@
 """Profile a candidate with Nsight Compute and explain it with keet's rules.
 
 The report is read with ncu_report when that module is importable, else through
-`ncu --import X.ncu-rep --csv --page details` and keet's CSV reader (the GPU machines have
+`ncu --import X.ncu-rep --csv --page raw` (every metric; the details page lacks
+the memory tables the rules need) and keet's CSV reader (the GPU machines have
 ncu but not the ncu_report Python module).
 """
 
@@ -48,7 +49,7 @@ def explain_report(report: Path, csv_path: Path, ncu: str | None) -> tuple[dict[
     else:
         if ncu is None:
             raise RuntimeError("neither ncu_report nor ncu is available to read the report")
-        exported = run_limited([ncu, "--import", str(report.resolve()), "--csv", "--page", "details"], csv_path.parent, PROFILE_LIMITS)
+        exported = run_limited([ncu, "--import", str(report.resolve()), "--csv", "--page", "raw"], csv_path.parent, PROFILE_LIMITS)
         if not exported.ok:
             raise RuntimeError(f"ncu --import failed: {exported.summary()}: {exported.stderr.strip()[-300:]}")
         csv_path.write_text(exported.stdout)

@@ -124,51 +124,69 @@ def _degenerate(got: np.ndarray, want: np.ndarray, inputs: list[np.ndarray]) -> 
     return None
 
 
-def check_output(problem: Problem, case: CaseOutput, reference: CaseOutput, index: int) -> list[StageResult]:
-    """Stages for one output of one shape, in order, stopping at the first failure."""
-    spec = problem.outputs[index]
-    label = f"{case.label} ({', '.join(f'{k}={v}' for k, v in case.dims.items())})"
-    results: list[StageResult] = []
+def _describe(case: CaseOutput) -> str:
+    return f"{case.label} ({', '.join(f'{k}={v}' for k, v in case.dims.items())})"
 
-    def fail(stage: str, detail: str) -> list[StageResult]:
-        results.append(StageResult(stage, False, f"{spec.name}: {detail}", label))
-        return results
 
+def check_guards(problem: Problem, case: CaseOutput, reference: CaseOutput, index: int) -> tuple[str, str | None]:
     for run in range(len(case.runs)):
-        before, after = case.guards(run, index)
-        for side, guard in (("before", before), ("after", after)):
-            if np.any(guard != FILL_BYTE):
-                offset = _first(guard != FILL_BYTE)
-                return fail("out_of_bounds", f"run {run + 1} wrote {int(np.sum(guard != FILL_BYTE))} guard bytes {side} the buffer (first at guard byte {offset})")
-    results.append(StageResult("out_of_bounds", True, "guard bytes intact", label))
-    for number, (given, after) in enumerate(zip(case.inputs, case.inputs_after)):
+        for side, guard in zip(("before", "after"), case.guards(run, index)):
+            touched = guard != FILL_BYTE
+            if np.any(touched):
+                return "out_of_bounds", f"run {run + 1} wrote {int(touched.sum())} guard bytes {side} the buffer (first at guard byte {_first(touched)})"
+    return "out_of_bounds", None
+
+
+def check_inputs(problem: Problem, case: CaseOutput, reference: CaseOutput, index: int) -> tuple[str, str | None]:
+    for spec, given, after in zip(problem.inputs, case.inputs, case.inputs_after):
         if after is not None and not np.array_equal(given.view(np.uint8), after.view(np.uint8)):
-            return fail("inputs_modified", f"input {problem.inputs[number].name} was changed by the candidate")
+            return "inputs_modified", f"input {spec.name} was changed by the candidate"
+    return "inputs_modified", None
+
+
+def check_written(problem: Problem, case: CaseOutput, reference: CaseOutput, index: int) -> tuple[str, str | None]:
+    spec = problem.outputs[index]
     got, want = case.data(0, index, spec.dtype), reference.data(0, index, spec.dtype)
     unwritten = _element_is_fill(got.view(np.uint8), spec.itemsize) & ~_element_is_fill(want.view(np.uint8), spec.itemsize)
     if np.any(unwritten):
-        return fail("partial_work", f"{int(unwritten.sum())} of {got.size} elements never written (first at index {_first(unwritten)})")
-    results.append(StageResult("partial_work", True, "every element written", label))
-    degenerate = _degenerate(got, want, case.inputs)
-    if degenerate:
-        return fail("degenerate_output", degenerate)
-    results.append(StageResult("degenerate_output", True, "not zero, constant, a copy of an input or non-finite", label))
+        return "partial_work", f"{int(unwritten.sum())} of {got.size} elements never written (first at index {_first(unwritten)})"
+    return "partial_work", None
+
+
+def check_degenerate(problem: Problem, case: CaseOutput, reference: CaseOutput, index: int) -> tuple[str, str | None]:
+    spec = problem.outputs[index]
+    return "degenerate_output", _degenerate(case.data(0, index, spec.dtype), reference.data(0, index, spec.dtype), case.inputs)
+
+
+def check_values(problem: Problem, case: CaseOutput, reference: CaseOutput, index: int) -> tuple[str, str | None]:
+    spec = problem.outputs[index]
+    got, want = case.data(0, index, spec.dtype), reference.data(0, index, spec.dtype)
     close = _close(got, want, problem.rtol, problem.atol)
-    if not np.all(close):
-        first = _first(~close)
-        error = np.abs(got.astype(np.float64) - want.astype(np.float64))
-        return fail("mismatch", f"{int((~close).sum())} of {got.size} elements outside rtol {problem.rtol:g} atol {problem.atol:g}; first at index {first}: got {got[first]!r}, expected {want[first]!r}; max abs error {np.nanmax(error):.3g}")
-    results.append(StageResult("mismatch", True, f"within rtol {problem.rtol:g} atol {problem.atol:g}", label))
-    if len(case.runs) > 1:
-        second = case.data(1, index, spec.dtype)
-        same = np.array_equal(got.view(np.uint8), second.view(np.uint8))
-        if problem.deterministic and not same:
-            differ = got.view(np.uint8).reshape(-1, spec.itemsize) != second.view(np.uint8).reshape(-1, spec.itemsize)
-            return fail("nondeterministic", f"two runs on the same inputs differ in {int(np.any(differ, axis=1).sum())} elements (bitwise equality required)")
-        if not same and not np.all(_close(second, want, problem.rtol, problem.atol)):
-            return fail("nondeterministic", "the second run on the same inputs is outside the tolerance")
-        results.append(StageResult("nondeterministic", True, "two runs bitwise equal" if same else "two runs within tolerance", label))
-    return results
+    if np.all(close):
+        return "mismatch", None
+    first = _first(~close)
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.nanmax(np.abs(got.astype(np.float64) - want.astype(np.float64)))
+    return "mismatch", (f"{int((~close).sum())} of {got.size} elements outside rtol {problem.rtol:g} atol {problem.atol:g}; "
+                        f"first at index {first}: got {got[first].item()!r}, expected {want[first].item()!r}; max abs error {error:.3g}")
+
+
+def check_repeatable(problem: Problem, case: CaseOutput, reference: CaseOutput, index: int) -> tuple[str, str | None]:
+    spec = problem.outputs[index]
+    if len(case.runs) < 2:
+        return "nondeterministic", "the second run wrote no output"
+    first, second = case.data(0, index, spec.dtype), case.data(1, index, spec.dtype)
+    differ = np.any(first.view(np.uint8).reshape(-1, spec.itemsize) != second.view(np.uint8).reshape(-1, spec.itemsize), axis=1)
+    if problem.deterministic and np.any(differ):
+        return "nondeterministic", f"two runs on the same inputs differ in {int(differ.sum())} elements (bitwise equality required)"
+    if not np.all(_close(second, reference.data(0, index, spec.dtype), problem.rtol, problem.atol)):
+        return "nondeterministic", "the second run on the same inputs is outside the tolerance"
+    return "nondeterministic", None
+
+
+# Run-time checks in stage order; each runs over every shape before the next starts, so a
+# constant output is named degenerate even if a one-element shape would only show a mismatch.
+OUTPUT_CHECKS = (check_guards, check_inputs, check_written, check_degenerate, check_values, check_repeatable)
 
 
 def check_timed_output(problem: Problem, candidate: list[np.ndarray], reference: list[np.ndarray]) -> StageResult:
@@ -183,17 +201,21 @@ def check_timed_output(problem: Problem, candidate: list[np.ndarray], reference:
 
 
 def check_correctness(problem: Problem, run: HarnessRun, reference: HarnessRun) -> list[StageResult]:
-    """All run-time stages of one candidate; the last entry is the first failure, if any."""
+    """All run-time stages of one candidate, stage by stage over every shape and output;
+    stops at the first failure (the last entry then)."""
     results = check_process(run, problem)
     if not all(r.passed for r in results):
         return results
     reference_cases = {c.label: c for c in reference.cases}
-    for case in run.cases:
-        for index in range(len(problem.outputs)):
-            stage_results = check_output(problem, case, reference_cases[case.label], index)
-            results += stage_results
-            if not stage_results[-1].passed:
-                return results
+    for check in OUTPUT_CHECKS:
+        stage = None
+        for case in run.cases:
+            for index, spec in enumerate(problem.outputs):
+                stage, failure = check(problem, case, reference_cases[case.label], index)
+                if failure:
+                    results.append(StageResult(stage, False, f"{spec.name}: {failure}", _describe(case)))
+                    return results
+        results.append(StageResult(stage or check.__name__, True, f"{len(run.cases)} shapes passed"))
     results.append(check_timed_output(problem, run.timed_output, reference.timed_output))
     return results
 

@@ -40,6 +40,7 @@ extern "C" void launch(const Problem* p, cudaStream_t stream) {
 }
 #else
 constexpr int kThreads = TILE * TILE / THREAD_M;
+static_assert(kThreads <= 1024, "TILE * TILE / THREAD_M threads do not fit in one block");
 constexpr int kPadA = 4;  // keeps the transposed A tile's rows 16-byte aligned and spreads the stores
 
 extern "C" __global__ void __launch_bounds__(kThreads)
