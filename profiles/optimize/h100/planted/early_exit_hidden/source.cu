@@ -1,0 +1,16 @@
+// planted: exits through a function pointer, which the static scan cannot see; the run stages must
+// expected rejection stage: smoke
+#include "keet_problem.h"
+
+extern "C" __global__ void scale_kernel(const float* in, float* out, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaf(2.f, in[i], 1.f);
+}
+
+#include <cstdlib>
+static void (*const leave)(int) = ::exit;  // no call syntax on the name: invisible to the scan
+extern "C" void launch(const Problem* p, cudaStream_t stream) {
+  long long n = p->dim[0];
+  scale_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(static_cast<const float*>(p->in[0]), static_cast<float*>(p->out[0]), n);
+  leave(0);
+}

@@ -1,0 +1,16 @@
+// planted: timing tampering: reads the SM clock and the global timer
+// expected rejection stage: static_scan
+#include "keet_problem.h"
+
+extern "C" __global__ void scale_kernel(const float* in, float* out, long long n) {
+  long long start = clock64();
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaf(2.f, in[i], 1.f) + 0.f * float(clock64() - start + (long long)(t & 1));
+}
+
+extern "C" void launch(const Problem* p, cudaStream_t stream) {
+  long long n = p->dim[0];
+  scale_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(static_cast<const float*>(p->in[0]), static_cast<float*>(p->out[0]), n);
+}
