@@ -24,8 +24,8 @@ class ScriptedFakeChatModel(BaseChatModel):
 
     script: Script
     tokens_per_call: int = 100
-    calls: list[list[BaseMessage]] = []
-    tool_lists: list[int] = []
+    calls: list[list[BaseMessage]]  # every conversation it was called with
+    tool_lists: list[int]  # how many tools each bind_tools gave it
 
     @property
     def _llm_type(self) -> str:

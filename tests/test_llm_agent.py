@@ -13,13 +13,19 @@ if os.environ.get("KEET_REQUIRE_LLM") == "1":
 else:
     pytest.importorskip("langchain_core")
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
-from llm_fakes import analyst_script, fake, repair_requests, tool_call  # noqa: E402
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from llm_fakes import analyst_script, fake, repair_requests, tool_call
 
-from keet.ingest import load_profile  # noqa: E402
-from keet.llm.agent import explain_with_llm  # noqa: E402
-from keet.llm.fence import CLOSE, OPEN  # noqa: E402
-from keet.llm.settings import LLMSettings  # noqa: E402
+from keet.ingest import load_profile
+from keet.llm.agent import explain_with_llm
+from keet.llm.fence import CLOSE, OPEN
+from keet.llm.settings import LLMSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = sorted((ROOT / "profiles").glob("h*/ncu/*.ncu-rep.xz"))
@@ -104,7 +110,7 @@ def test_token_budget_ends_the_run() -> None:
 
 
 def test_deadline_ends_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    import keet.llm.agent as agent
+    from keet.llm import agent
 
     clock = iter(range(0, 10_000, 100))
     monkeypatch.setattr(agent.time, "monotonic", lambda: float(next(clock)))

@@ -18,10 +18,26 @@ from typing import TYPE_CHECKING, Any
 
 from keet.explain import explain
 from keet.llm.fence import CLOSE, OPEN, fence
-from keet.llm.settings import LLMError, LLMNotInstalled, LLMSettings, chat_model, llm_errors
+from keet.llm.settings import (
+    LLMError,
+    LLMNotInstalled,
+    LLMSettings,
+    chat_model,
+    llm_errors,
+)
 from keet.llm.tools import ProfileTools
-from keet.llm.verify import Claim, FactBook, check, finding_facts, prediction_facts, profile_facts, remove_unsupported, sentence_of
-from keet.llm.verify import strip_fences, walk_result
+from keet.llm.verify import (
+    Claim,
+    FactBook,
+    check,
+    finding_facts,
+    prediction_facts,
+    profile_facts,
+    remove_unsupported,
+    sentence_of,
+    strip_fences,
+    walk_result,
+)
 from keet.profile import Kernel, Profile
 from keet.summary import kernels_by_duration
 
@@ -266,7 +282,9 @@ def verified_section(answer: str, claims: list[Claim], book: FactBook, repairs: 
     rejected = [c.as_dict() | {"sentence": sentence_of(answer, c)} for c in claims if c.verdict == "unsupported"]
     verified = answer
     while any(c.verdict == "unsupported" for c in claims):
-        verified = remove_unsupported(verified, claims)
+        shorter = remove_unsupported(verified, claims)
+        # every pass removes at least one sentence; one that cannot shrink keeps nothing
+        verified = shorter if len(shorter) < len(verified) else ""
         claims = check(verified, book)
     return {
         "model": settings.model,

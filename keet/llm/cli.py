@@ -109,14 +109,16 @@ def serve(gguf: str | None, port: int, n_ctx: int, threads: int | None) -> None:
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write the results JSON here.")
 @click.option("--limit", type=click.IntRange(min=1), help="Ask only the first N questions.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds per request.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Tokens per reply (an answer is one letter; the rest is prose the parser reads through).")
 def evaluate(base_url: str | None, model: str | None, questions_path: str | None, out_path: str | None, limit: int | None,
-             timeout_s: float) -> None:
+             timeout_s: float, max_tokens: int) -> None:
     """Multiple-choice questions about the zoo kernels, asked with and without keet's
     explanation as context; prints the accuracy of each."""
     from keet.llm.evaluate import evaluate_endpoint, load_questions, zoo_questions
     from keet.llm.settings import LLMSettings
 
-    settings = LLMSettings.resolve(model, base_url, timeout_s=timeout_s)
+    settings = LLMSettings.resolve(model, base_url, timeout_s=timeout_s, max_tokens=max_tokens)
     questions = load_questions(questions_path) if questions_path else zoo_questions()
     results = evaluate_endpoint(settings, questions[:limit] if limit else questions)
     if out_path:

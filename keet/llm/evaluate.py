@@ -18,7 +18,7 @@ import random
 import re
 import time
 import tomllib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +140,7 @@ def evaluate_endpoint(settings: LLMSettings, questions: list[dict[str, Any]]) ->
         correct = sum(a["correct"] for a in asked)
         accuracy[mode] = {"asked": len(asked), "correct": correct, "accuracy": correct / len(asked) if asked else 0.0,
                           "chance": 1 / len(LETTERS), "unparsed": sum(a["chosen"] is None for a in asked)}
-    return {"model": settings.model, "endpoint": settings.endpoint(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    return {"model": settings.model, "endpoint": settings.endpoint(), "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": f"{platform.machine()}, {platform.system()}, python {platform.python_version()}",
             "questions": len(questions), "accuracy": accuracy, "answers": answers}
 

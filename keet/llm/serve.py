@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Self
 
 import httpx
 
@@ -52,7 +53,7 @@ class LocalServer:
         self.model_alias = model_alias or (DEFAULT_ALIAS if "SmolLM2-135M" in self.gguf.name else self.gguf.stem)
         self.process: subprocess.Popen | None = None
         # the server's output goes to a file: a pipe nobody reads would fill and stall it
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="keet-llama-server-", suffix=".log", delete=False)
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="keet-llama-server-", suffix=".log", delete=False)  # noqa: SIM115 (open for the server's life; stop() closes it)
 
     @property
     def base_url(self) -> str:
@@ -109,7 +110,7 @@ class LocalServer:
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
 
-    def __enter__(self) -> LocalServer:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

@@ -176,7 +176,7 @@ class ProfileTools:
     def compare(self, kernel: str | None = None) -> dict[str, Any]:
         if self.baseline is None:
             return {"error": "no baseline profile was given (keet explain --llm --baseline PROFILE)"}
-        from keet.report.compare import Side, delta, match
+        from keet.report.compare import delta, match
 
         chosen = self.kernel(kernel)
         pairs, _unmatched = match(self.baseline.kernels, [chosen])

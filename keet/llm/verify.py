@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, pairwise
 from typing import Any
 
 from keet.canonical import vocabulary
@@ -380,7 +380,7 @@ def extract_numbers(text: str, offset: int, sentence: int) -> list[Claim]:
 
 def _range_units(claims: list[Claim], text: str, offset: int) -> None:
     """"1.3-1.5x", "between 60 and 70%": the unit after the second number applies to the first."""
-    for first, second in zip(claims, claims[1:]):
+    for first, second in pairwise(claims):
         between = text[first.start - offset + len(first.text): second.start - offset]
         if first.dimension is None and second.dimension is not None and re.fullmatch(r"\s*(?:-|–|to|and)\s*", between):
             first.dimension, first.factors = second.dimension, second.factors

@@ -6,6 +6,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from keet.errors import KeetError
 from keet.optimize.sandbox import Limits, SandboxResult, run_limited
 from microbench.runner import find_nvcc, nvcc_link_flags
 
@@ -46,7 +47,7 @@ def build_candidate(source: Path, work_dir: Path, arch: str, nvcc: str | None = 
 def has_nvcc(nvcc: str | None = None) -> bool:
     try:
         return bool(find_nvcc(nvcc))
-    except Exception:  # KeetError when none is found
+    except KeetError:  # none is found
         return False
 
 

@@ -31,10 +31,12 @@ def _problem_path(kernel: Path, explicit: str | None) -> Path:
 @click.option("--gpu/--no-gpu", default=None, help="Run candidates on the GPU (default: when nvidia-smi finds one).")
 @click.option("--profile/--no-profile", default=True, show_default=True, help="Profile and explain the baseline and each new best with ncu.")
 @click.option("--keep-scratch", is_flag=True, help="Keep inputs, executables and outputs under RUN/scratch.")
+@click.option("--baseline-profile", type=click.Path(exists=True, dir_okay=False),
+              help="Explain this existing profile of the kernel instead of profiling the baseline (e.g. a GPU run's, on a machine without one).")
 @click.option("--model", help="llm strategy: model name (default: KEET_MODEL).")
 @click.option("--base-url", help="llm strategy: OpenAI-compatible endpoint (default: OPENAI_BASE_URL).")
 def optimize(kernel_path: str, kernel_name: str, reference_path: str, problem_path: str | None, rounds: int, strategy: str,
-             out_dir: str | None, arch: str, gpu: bool | None, profile: bool, keep_scratch: bool, model: str | None,
+             out_dir: str | None, arch: str, gpu: bool | None, profile: bool, keep_scratch: bool, baseline_profile: str | None, model: str | None,
              base_url: str | None) -> None:
     """Optimize KERNEL.cu: check, time, profile, explain, propose, keep the best (docs/optimize.md)."""
     from keet.optimize.build import has_gpu
@@ -53,7 +55,8 @@ def optimize(kernel_path: str, kernel_name: str, reference_path: str, problem_pa
     use_gpu = has_gpu() if gpu is None else gpu
     out = Path(out_dir) if out_dir else Path("optimize-runs") / f"{problem.name}-{strategy}"
     loop = Loop(problem, kernel, Path(reference_path), out, strategy=strategy, rounds=rounds, arch=arch, gpu=use_gpu,
-                profile=profile, chat=chat, keep_scratch=keep_scratch, log=click.echo)
+                profile=profile, chat=chat, keep_scratch=keep_scratch,
+                baseline_profile=Path(baseline_profile) if baseline_profile else None, log=click.echo)
     summary = loop.run()
     best = summary["best"]
 

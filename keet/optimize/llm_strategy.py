@@ -19,6 +19,7 @@ from keet.optimize.problem import Problem, describe
 CODE_BLOCK = re.compile(r"```[ \t]*(?:cuda|cu|c\+\+|cpp|c)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 MAX_HISTORY = 8
 MAX_EXPLANATION_CHARS = 6000
+MAX_REPLY_TOKENS = 2048  # a whole .cu file
 
 SYSTEM_PROMPT = """You optimize one CUDA kernel. You answer with ONE complete .cu file in a single ```cuda code block.
 Contract: the file includes "keet_problem.h" and defines
@@ -74,7 +75,7 @@ def default_chat_model(model: str | None, base_url: str | None) -> ChatModel:
         from keet.llm.settings import LLMSettings, chat_model
     except ImportError as exc:
         raise KeetError(f"the llm strategy needs keet.llm and its dependencies ({exc})") from None
-    return chat_model(LLMSettings.resolve(model=model, base_url=base_url))
+    return chat_model(LLMSettings.resolve(model=model, base_url=base_url, max_tokens=MAX_REPLY_TOKENS))
 
 
 class LLMStrategy:
@@ -90,14 +91,17 @@ class LLMStrategy:
         self.history.append(RoundNote(label, change, outcome))
 
     def propose(self, best_source: str, explanation: str) -> list[Proposal]:
-        from langchain_core.messages import HumanMessage, SystemMessage  # lazy: keet.llm's dependency
+        from langchain_core.messages import (  # lazy: keet.llm's dependency
+            HumanMessage,
+            SystemMessage,
+        )
 
         self.count += 1
         label = f"llm-{self.count}"
         prompt = build_prompt(self.problem, best_source, explanation, self.history)
         try:
             reply = self.chat.invoke([SystemMessage(SYSTEM_PROMPT), HumanMessage(prompt)])
-        except Exception as exc:  # an endpoint error ends this proposal, recorded, not the loop
+        except Exception as exc:  # noqa: BLE001 - an endpoint error ends this proposal, recorded, not the loop
             return [Proposal(label, None, rationale=f"model call failed: {type(exc).__name__}: {str(exc)[:300]}")]
         text = reply.content if isinstance(reply.content, str) else str(reply.content)
         code = extract_code(text)

@@ -28,8 +28,13 @@ from keet.optimize.build import BuildResult, build_candidate
 from keet.optimize.harness import HarnessRun, run_harness
 from keet.optimize.knobs import Proposal, TuneStrategy, discover_knobs
 from keet.optimize.problem import Problem
-from keet.optimize.profiling import ProfileResult, profile_candidate
-from keet.optimize.stages import StageResult, check_correctness, first_failure, static_scan
+from keet.optimize.profiling import ProfileResult, explain_existing, profile_candidate
+from keet.optimize.stages import (
+    StageResult,
+    check_correctness,
+    first_failure,
+    static_scan,
+)
 from keet.optimize.timing import NOISY_SPREAD, Timing, is_faster, summarize
 
 BUILD_WORKERS = 8
@@ -107,7 +112,7 @@ class Loop:
 
     def __init__(self, problem: Problem, kernel_source: Path, reference_source: Path, out_dir: Path, *, strategy: str = "tune",
                  rounds: int = 8, arch: str = "sm_90a", gpu: bool = True, profile: bool = True, chat: Any = None,
-                 nvcc: str | None = None, keep_scratch: bool = False, log=print) -> None:
+                 nvcc: str | None = None, keep_scratch: bool = False, baseline_profile: Path | None = None, log=print) -> None:
         self.problem = problem
         self.kernel_source = kernel_source
         self.reference_source = reference_source
@@ -121,6 +126,7 @@ class Loop:
         self.nvcc = nvcc
         self.log = log
         self.keep_scratch = keep_scratch
+        self.baseline_profile = baseline_profile
         self.scratch = out_dir / "scratch"
         self.inputs_dir = self.scratch / "inputs"
         self.candidates: list[Candidate] = []
@@ -254,8 +260,21 @@ class Loop:
             self.search(baseline)
         return self.finish(started)
 
+    def explain_given_profile(self, candidate: Candidate) -> ProfileResult:
+        """Explain a profile of the baseline recorded elsewhere (e.g. on a GPU machine, for a
+        run on a machine without one)."""
+        result = explain_existing(self.baseline_profile)
+        folder = self.candidate_dir(candidate)
+        candidate.profiled, candidate.profile_detail = result.ok, result.detail
+        if result.explanation:
+            (folder / "explanation.json").write_text(json.dumps(result.explanation, indent=1))
+            (folder / "explanation.txt").write_text(result.text)
+            self.explanations[candidate.id] = result.text
+        self.log(f"  explained {self.baseline_profile}: {result.detail}")
+        return result
+
     def search(self, best: Candidate) -> None:
-        profile = self.profile_best(best)
+        profile = self.explain_given_profile(best) if self.baseline_profile else self.profile_best(best)
         categories = profile.categories if profile and profile.ok else []
         strategy = self.make_strategy(best)
         for round_number in range(1, self.rounds + 1):

@@ -80,6 +80,18 @@ def profile_candidate(executable: Path, problem: Problem, inputs_dir: Path, work
         return ProfileResult(False, f"ncu failed ({result.summary()}): {(result.stdout + result.stderr).strip()[-400:]}")
     try:
         document, text = explain_report(report, work_dir / "profile.csv", ncu)
-    except Exception as exc:  # a report keet cannot read is recorded, not fatal to the loop
+    except Exception as exc:  # noqa: BLE001 - a report keet cannot read is recorded, not fatal to the loop
         return ProfileResult(False, f"profiled, but the explanation failed: {type(exc).__name__}: {exc}", report)
     return ProfileResult(True, "profiled and explained", report, document, text, categories_of(document))
+
+
+def explain_existing(report: Path) -> ProfileResult:
+    """The explanation of a profile recorded earlier (any format keet reads, .xz included)."""
+    from keet.explain import explain, to_text
+    from keet.ingest import load_profile
+
+    try:
+        document = explain(load_profile(report))
+    except Exception as exc:  # noqa: BLE001 - recorded in the run, like a failed profile
+        return ProfileResult(False, f"the given profile could not be explained: {type(exc).__name__}: {exc}")
+    return ProfileResult(True, f"explained the given profile {report}", report, document, to_text(document), categories_of(document))

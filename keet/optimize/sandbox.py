@@ -115,7 +115,7 @@ def run_limited(command: list[str], cwd: Path, limits: Limits = Limits(), env: d
         try:
             process = subprocess.Popen(
                 command, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                env=env if env is not None else scrubbed_environment(), preexec_fn=lambda: _apply_limits(limits),
+                env=env if env is not None else scrubbed_environment(), preexec_fn=lambda: _apply_limits(limits),  # noqa: PLW1509 - setrlimit must run in the child; the loop starts no threads
             )
         except OSError as exc:
             return SandboxResult(command, None, "", f"cannot start: {exc}", 0.0)

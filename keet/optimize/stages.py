@@ -118,9 +118,9 @@ def _degenerate(got: np.ndarray, want: np.ndarray, inputs: list[np.ndarray]) -> 
     if got.size > 1 and np.all(got == got[0]) and not np.all(want == want[0]):
         return f"every output element is the same value ({got[0]!r})"
     for index, values in enumerate(inputs):
-        if values.dtype == got.dtype and values.size >= got.size and got.size > 1:
-            if np.array_equal(got, values[: got.size]) and not np.array_equal(want, values[: want.size]):
-                return f"the output is a copy of input {index}"
+        copied = values.dtype == got.dtype and values.size >= got.size and got.size > 1 and np.array_equal(got, values[: got.size])
+        if copied and not np.array_equal(want, values[: want.size]):
+            return f"the output is a copy of input {index}"
     return None
 
 

