@@ -55,7 +55,7 @@ def unwritten(n: int) -> np.ndarray:
 def emulate(name: str, x: np.ndarray, run: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(output allocation, input after the run or None) of planted kernel ``name``."""
     n = x.size
-    if name in ("correct", "tamper_events", "tamper_clock", "early_exit"):
+    if name in ("correct", "tamper_events", "tamper_clock", "early_exit", "warmup_only"):
         return wrap(correct(x)), x
     if name == "zeros":
         return wrap(np.zeros(n, np.float32)), x
@@ -93,6 +93,8 @@ def harness_run(name: str | None) -> HarnessRun:
         cases.append(CaseOutput(shape.label, dict(shape.dims), [x], [after], runs))
     labels = [s.label for s in PROBLEM.shapes] + [PROBLEM.timing.label]
     timed = [correct(generate_input(PROBLEM.inputs[0], 4096, 9))]
+    if name == "warmup_only":  # its timed launches skip the work: the refilled output stays unwritten
+        timed = [unwritten(4096)]
     process = SandboxResult(["harness"], 0, "\n".join(f"KEET_CASE_DONE {label}" for label in labels) + "\nKEET_HARNESS_DONE\n", "", 1.0)
     return HarnessRun(process, cases, [0.1] * 5, timed, labels, True)
 
@@ -143,6 +145,13 @@ def test_wrong_answer_on_the_timed_shape_only_is_caught() -> None:
     run.timed_output = [np.zeros_like(REFERENCE.timed_output[0])]
     failure = first_failure(check_correctness(PROBLEM, run, REFERENCE))
     assert failure.stage == "timing_output"
+
+
+def test_writes_outside_the_buffer_in_the_timed_launches_are_caught() -> None:
+    run = harness_run("correct")
+    run.timed_guard_writes = [4]
+    failure = first_failure(check_correctness(PROBLEM, run, REFERENCE))
+    assert failure.stage == "timing_output" and "4 guard bytes" in failure.detail
 
 
 def test_nan_output_is_degenerate() -> None:

@@ -68,8 +68,9 @@ _UNIT = (r"(?P<unit>%|percent|x\b|×|times\b|"
          r"(?:n|u|µ|μ|m)?s(?:ec)?\b|(?:nano|micro|milli)?seconds?\b|"
          r"(?:" + "|".join(_COUNT_WORDS) + r")\b|"
          r"(?:" + "|".join(_SCALE_WORDS) + r")\b|[KMG]\b)")
-# A number not glued to a name on its left (H100, sm_90, fp32, float4, v2.1) and not the start of one.
-_CLAIM = re.compile(r"(?<![\w.\-/])(?P<sign>[-+−])?" + _NUMBER + r"(?![\w.]*[A-Za-z_][\w]*\()(?P<gap>[ \u00a0\-]?)" + _UNIT + "?",
+# A number not glued to a name on its left (H100, sm_90, fp32, float4, v2.1) and not the start of
+# one; after a digit and a hyphen it is the second end of a range ("1.3-1.5x").
+_CLAIM = re.compile(r"(?:(?<![\w.\-/])|(?<=\d-))(?P<sign>[-+−])?" + _NUMBER + r"(?![\w.]*[A-Za-z_][\w]*\()(?P<gap>[ \u00a0\-]?)" + _UNIT + "?",
                     re.UNICODE)
 _ORDINAL = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:step\s+)?\d+[.)]\s|^\s*#+\s*\d+[.)]?\s", re.IGNORECASE)
 _STEP = re.compile(r"\b(?:step|phase|stage|option|change|priority|finding|item)\s+#?$", re.IGNORECASE)

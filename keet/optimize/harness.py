@@ -50,6 +50,7 @@ class HarnessRun:
     timed_output: list[np.ndarray]  # timing shape's last output (data only)
     completed: list[str]
     finished: bool
+    timed_guard_writes: list[int] = field(default_factory=list)  # per output: guard bytes the timed launches changed
 
 
 def write_inputs(problem: Problem, shape: Shape, folder: Path) -> list[Path]:
@@ -126,9 +127,11 @@ def run_harness(executable: Path, problem: Problem, inputs_dir: Path, work_dir: 
     finished = "KEET_HARNESS_DONE" in process.stdout
     out_dir = work_dir / "outputs"
     cases = [read_case(problem, s, inputs_dir, out_dir) for s in problem.shapes if s.label in completed] if mode == "full" else []
-    timed = []
+    timed, guard_writes = [], []
     for spec in problem.outputs:
         raw = _read_bytes(out_dir / f"{problem.timing.label}.{spec.name}.timed")
         if raw is not None:
             timed.append(raw[GUARD_BYTES : len(raw) - GUARD_BYTES].view(DTYPES[spec.dtype]))
-    return HarnessRun(process, cases, parse_times(process.stdout), timed, completed, finished)
+            guards = np.concatenate([raw[:GUARD_BYTES], raw[len(raw) - GUARD_BYTES :]])
+            guard_writes.append(int(np.count_nonzero(guards != FILL_BYTE)))
+    return HarnessRun(process, cases, parse_times(process.stdout), timed, completed, finished, guard_writes)

@@ -67,6 +67,8 @@ class Proposal:
     knobs: dict[str, str] = field(default_factory=dict)
     rationale: str = ""
     defines: list[str] = field(default_factory=list)
+    prompt: str = ""  # llm strategy: what the model was asked...
+    reply: str = ""  # ...and its whole answer (both kept in the candidate's folder)
 
 
 def discover_knobs(source: str) -> list[Knob]:

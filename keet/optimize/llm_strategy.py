@@ -20,6 +20,7 @@ CODE_BLOCK = re.compile(r"```[ \t]*(?:cuda|cu|c\+\+|cpp|c)?[ \t]*\n(.*?)```", re
 MAX_HISTORY = 8
 MAX_EXPLANATION_CHARS = 6000
 MAX_REPLY_TOKENS = 2048  # a whole .cu file
+REPLY_TIMEOUT_S = 300.0  # ... which a small local model on a CPU writes at 10-30 tokens/s
 
 SYSTEM_PROMPT = """You optimize one CUDA kernel. You answer with ONE complete .cu file in a single ```cuda code block.
 Contract: the file includes "keet_problem.h" and defines
@@ -75,7 +76,7 @@ def default_chat_model(model: str | None, base_url: str | None) -> ChatModel:
         from keet.llm.settings import LLMSettings, chat_model
     except ImportError as exc:
         raise KeetError(f"the llm strategy needs keet.llm and its dependencies ({exc})") from None
-    return chat_model(LLMSettings.resolve(model=model, base_url=base_url, max_tokens=MAX_REPLY_TOKENS))
+    return chat_model(LLMSettings.resolve(model=model, base_url=base_url, max_tokens=MAX_REPLY_TOKENS, timeout_s=REPLY_TIMEOUT_S))
 
 
 class LLMStrategy:
@@ -102,11 +103,11 @@ class LLMStrategy:
         try:
             reply = self.chat.invoke([SystemMessage(SYSTEM_PROMPT), HumanMessage(prompt)])
         except Exception as exc:  # noqa: BLE001 - an endpoint error ends this proposal, recorded, not the loop
-            return [Proposal(label, None, rationale=f"model call failed: {type(exc).__name__}: {str(exc)[:300]}")]
+            return [Proposal(label, None, rationale=f"model call failed: {type(exc).__name__}: {str(exc)[:300]}", prompt=prompt)]
         text = reply.content if isinstance(reply.content, str) else str(reply.content)
         code = extract_code(text)
         summary = text.split("```", 1)[0].strip().splitlines()
         rationale = (summary[0] if summary else "")[:300] or "(no description)"
         if code is None:
-            return [Proposal(label, None, rationale=f"the reply held no code block: {text[:300]!r}")]
-        return [Proposal(label, code, rationale=rationale)]
+            return [Proposal(label, None, rationale=f"the reply held no code block: {text[:300]!r}", prompt=prompt, reply=text)]
+        return [Proposal(label, code, rationale=rationale, prompt=prompt, reply=text)]

@@ -9,7 +9,8 @@ Run folder (OUT):
     reference/build.log
     candidates/<id>/source.cu     each candidate: source, build.log, result.json (stages,
                    build.log      timing, decision and reason), run.log, and for the baseline
-                   result.json    and each new best: profile.ncu-rep, explanation.txt/.json
+                   result.json    and each new best: profile.ncu-rep, explanation.txt/.json;
+                                  llm strategy: prompt.md and reply.md (the model's whole answer)
     scratch/                      inputs, executables, outputs (deleted unless --keep-scratch)
 """
 
@@ -148,8 +149,17 @@ class Loop:
         (folder / "result.json").write_text(json.dumps(candidate.as_dict(), indent=1))
 
     # -------------------------------------------------------------- reference
-    def prepare_reference(self) -> None:
+    def prepare_run_folder(self) -> None:
+        """A fresh run folder: an earlier run's is replaced (its candidates would otherwise sit
+        beside this run's); any other non-empty folder is refused."""
+        if self.out.is_dir() and any(self.out.iterdir()):
+            if not any((self.out / name).exists() for name in ("run.json", "candidates", "reference")):
+                raise KeetError(f"{self.out}: exists and is not a keet optimize run folder; choose another --out")
+            shutil.rmtree(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
+
+    def prepare_reference(self) -> None:
+        self.prepare_run_folder()
         if self.problem.path:
             shutil.copyfile(self.problem.path, self.out / "problem.toml")
         shutil.copyfile(self.reference_source, self.out / "reference.cu")
@@ -176,6 +186,10 @@ class Loop:
         folder.mkdir(parents=True, exist_ok=True)
         if proposal.source is not None:
             (folder / "source.cu").write_text(proposal.source)
+        if proposal.prompt:
+            (folder / "prompt.md").write_text(proposal.prompt)
+        if proposal.reply:
+            (folder / "reply.md").write_text(proposal.reply)
         return candidate
 
     def build(self, candidate: Candidate) -> BuildResult | None:
@@ -254,6 +268,7 @@ class Loop:
             baseline.status, baseline.reason, baseline.speedup = "baseline", "the kernel as given (correct)", 1.0
         elif baseline.failed_stage in ("static_scan", "build"):
             baseline.status, baseline.reason = "rejected", f"{baseline.failed_stage}: {first_failure(baseline.stages).detail}"
+            self.stop_reason = f"the baseline failed its {baseline.failed_stage}; nothing to optimize"
         self.save_candidate(baseline)
         self.log(f"baseline: {baseline.status} {self.timing_text(baseline)}")
         if not self.stop_reason:

@@ -1,6 +1,8 @@
 """Run untrusted candidate programs (and their builds) in a subprocess with limits.
 
-Limits, all applied in the child before exec (resource.setrlimit in preexec_fn):
+Limits, all applied in the child before exec, by a small Python launcher that sets them and
+execs the command (not preexec_fn, which is unsafe in a process with threads: the loop builds
+candidates on a thread pool):
 - wall time: the parent kills the whole process group (the child starts its own session)
   when the time is up;
 - memory: RLIMIT_DATA (heap and private writable mappings), not RLIMIT_AS: a CUDA process
@@ -17,9 +19,9 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -72,13 +74,27 @@ def scrubbed_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _apply_limits(limits: Limits) -> None:
-    """Runs in the child between fork and exec."""
-    os.setsid()
-    if limits.memory_bytes > 0:
-        resource.setrlimit(resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.output_bytes, limits.output_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+# argv: DATA_BYTES FSIZE_BYTES COMMAND...; exit status 127 when the command cannot start
+_LAUNCHER = """
+import os, resource, signal, sys
+# Python ignores SIGXFSZ and SIGPIPE, and exec keeps ignored signals: restore the defaults
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+data, fsize = int(sys.argv[1]), int(sys.argv[2])
+if data > 0:
+    resource.setrlimit(resource.RLIMIT_DATA, (data, data))
+resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+try:
+    os.execvp(sys.argv[3], sys.argv[3:])
+except OSError as exc:
+    sys.stderr.write(f"cannot start {sys.argv[3]}: {exc}\\n")
+    sys.exit(127)
+"""
+
+
+def _limited(command: list[str], limits: Limits) -> list[str]:
+    return [sys.executable, "-I", "-c", _LAUNCHER, str(limits.memory_bytes), str(limits.output_bytes), *command]
 
 
 def _resident_bytes(pid: int) -> int:
@@ -114,8 +130,8 @@ def run_limited(command: list[str], cwd: Path, limits: Limits = Limits(), env: d
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
             process = subprocess.Popen(
-                command, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                env=env if env is not None else scrubbed_environment(), preexec_fn=lambda: _apply_limits(limits),  # noqa: PLW1509 - setrlimit must run in the child; the loop starts no threads
+                _limited(command, limits), cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                env=env if env is not None else scrubbed_environment(), start_new_session=True,
             )
         except OSError as exc:
             return SandboxResult(command, None, "", f"cannot start: {exc}", 0.0)

@@ -67,7 +67,7 @@ def static_scan(source: str) -> StageResult:
         if match:
             line = code.count("\n", 0, match.start()) + 1
             found.append(f"line {line}: {match.group(0).strip()} ({why})")
-    if not LAUNCH_ENTRY.search(source):
+    if not LAUNCH_ENTRY.search(code):
         found.append('no `extern "C" void launch(const Problem* p, cudaStream_t stream)` entry point')
     return StageResult("static_scan", not found, "; ".join(found) or "no forbidden calls")
 
@@ -189,10 +189,15 @@ def check_repeatable(problem: Problem, case: CaseOutput, reference: CaseOutput, 
 OUTPUT_CHECKS = (check_guards, check_inputs, check_written, check_degenerate, check_values, check_repeatable)
 
 
-def check_timed_output(problem: Problem, candidate: list[np.ndarray], reference: list[np.ndarray]) -> StageResult:
-    """The timed runs must have computed the right answer too (no fast path for big shapes)."""
+def check_timed_output(problem: Problem, candidate: list[np.ndarray], reference: list[np.ndarray], guard_writes: list[int]) -> StageResult:
+    """The last timed launch must have computed the right answer by itself (the harness refills
+    the outputs before every timed launch): no fast path for big shapes, no work done only in
+    warm-up, no writes outside the buffers."""
     if len(candidate) != len(problem.outputs) or len(reference) != len(problem.outputs):
         return StageResult("timing_output", False, "the timing case wrote no output")
+    for spec, touched in zip(problem.outputs, guard_writes):
+        if touched:
+            return StageResult("timing_output", False, f"{spec.name}: the timed launches wrote {touched} guard bytes outside the buffer", problem.timing.label)
     for spec, got, want in zip(problem.outputs, candidate, reference):
         close = _close(got, want, problem.rtol, problem.atol)
         if not np.all(close):
@@ -216,7 +221,7 @@ def check_correctness(problem: Problem, run: HarnessRun, reference: HarnessRun) 
                     results.append(StageResult(stage, False, f"{spec.name}: {failure}", _describe(case)))
                     return results
         results.append(StageResult(stage or check.__name__, True, f"{len(run.cases)} shapes passed"))
-    results.append(check_timed_output(problem, run.timed_output, reference.timed_output))
+    results.append(check_timed_output(problem, run.timed_output, reference.timed_output, run.timed_guard_writes))
     return results
 
 

@@ -17,9 +17,12 @@
 //        so that keet can see writes out of bounds, unwritten elements, differences between
 //        the runs and writes into inputs.
 // time:  warm-up launches, then REPS launches, each between two CUDA events on the
-//        harness's stream and preceded by an L2 flush (memset of a buffer twice the L2, then
-//        a read of it, so the L2 holds clean lines of an unrelated buffer); prints
-//        KEET_TIMES NAME t1 t2 ... (milliseconds) and writes the last output.
+//        harness's stream and preceded by a refill of the outputs with kFill and an L2 flush
+//        (memset of a buffer twice the L2, then a read of it, so the L2 holds clean lines of
+//        an unrelated buffer); prints KEET_TIMES NAME t1 t2 ... (milliseconds) and writes the
+//        last output with its guards. The refill makes every timed launch produce the whole
+//        output itself: a launch() that computes during warm-up and skips work afterwards
+//        leaves kFill in the output that keet checks.
 // profile: one launch (for Nsight Compute).
 // Each case ends with KEET_CASE_DONE NAME, the plan with KEET_HARNESS_DONE: a candidate
 // that exits early leaves them out.
@@ -217,7 +220,8 @@ static void run_time(Case& c, const Problem& p, cudaStream_t s, Flusher& flusher
   HCHECK(cudaStreamSynchronize(s));
   std::vector<float> ms;
   for (int r = 0; r < c.reps; ++r) {
-    flusher.flush(s);  // enqueued before the start event: not timed
+    fill_outputs(c, s);  // enqueued before the start event, like the flush: not timed
+    flusher.flush(s);
     HCHECK(cudaEventRecord(start, s));
     launch_checked(p, s);
     HCHECK(cudaEventRecord(stop, s));

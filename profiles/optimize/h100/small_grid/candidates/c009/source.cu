@@ -7,7 +7,7 @@
 #include "keet_problem.h"
 
 #ifndef GRID_BLOCKS
-#define GRID_BLOCKS 132  // knob: 8, 132, 264, 528, 1056, 2112
+#define GRID_BLOCKS 2112  // knob: 8, 132, 264, 528, 1056, 2112
 #endif
 #ifndef BLOCK_SIZE
 #define BLOCK_SIZE 512  // knob: 128, 256, 512, 1024
