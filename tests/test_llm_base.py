@@ -151,3 +151,11 @@ def test_llm_without_the_extra_is_one_line_and_exit_2() -> None:
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "pip install 'keet[llm]'" in result.stderr
     assert "Traceback" not in result.stderr and "sk-hidden-key" not in result.stdout + result.stderr
+
+
+def test_both_ends_of_an_unspaced_range_are_checked() -> None:
+    """'1.3-9.9x': the invented upper end must not hide behind the hyphen."""
+    book = FactBook()
+    book.add(1.3, "ratio", "a ratio the profile supports")
+    claims = [c for c in check("The change gives a 1.3-9.9x speedup.", book) if c.kind == "number"]
+    assert [(c.text, c.verdict) for c in claims] == [("1.3", "supported"), ("9.9x", "unsupported")]

@@ -104,3 +104,34 @@ def test_unverified_candidates_are_left_alone() -> None:
     built_only.status = "unverified"
     assert decide_round(BEST, [built_only]) is None
     assert built_only.status == "unverified"
+
+
+def recorded_sources(run: Path) -> dict[str, str]:
+    return {p.parent.name: p.read_text() for p in (run / "candidates").glob("*/source.cu")}
+
+
+def test_run_report_shows_each_gain_with_its_diff() -> None:
+    from keet.optimize.report import render_run
+
+    run = RUNS / "sgemm"
+    summary = json.loads((run / "run.json").read_text())
+    page = render_run(summary, recorded_sources(run), {})
+    kept = [c for c in summary["candidates"] if c["status"] == "kept"]
+    assert len(kept) == 3
+    for candidate in kept:  # each gain's diff names the knob line that changed
+        assert f"{candidate['parent']}/source.cu" in page and f"{candidate['id']}/source.cu" in page
+    assert "#define TILE 64" in page and "#define THREAD_M 8" in page
+
+
+def test_run_report_escapes_what_the_candidates_and_models_wrote() -> None:
+    from keet.optimize.report import render_run
+
+    run = RUNS / "transpose"
+    summary = json.loads((run / "run.json").read_text())
+    hostile = '<script>alert("x")</script>'
+    summary["candidates"][1]["label"] = hostile
+    summary["candidates"][1]["reason"] = hostile
+    sources = recorded_sources(run)
+    sources["c001"] += f"// {hostile}\n"
+    page = render_run(summary, sources, {"c000": hostile})
+    assert "<script>" not in page and "&lt;script&gt;" in page

@@ -90,12 +90,14 @@ def llm_group() -> None:
 @click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True)
 @click.option("--n-ctx", type=click.IntRange(min=512), default=8192, show_default=True, help="Context length in tokens.")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads (default: all cores).")
-def serve(gguf: str | None, port: int, n_ctx: int, threads: int | None) -> None:
+@click.option("--chat-format", default="chatml-function-calling", show_default=True,
+              help="llama-cpp-python chat handler; the default speaks ChatML (SmolLM2, Qwen) and turns tool schemas into a grammar.")
+def serve(gguf: str | None, port: int, n_ctx: int, threads: int | None, chat_format: str) -> None:
     """Start a llama.cpp OpenAI-compatible server on 127.0.0.1 and print the base URL to use.
     It runs until interrupted (Ctrl-C)."""
     from keet.llm.serve import LocalServer, default_gguf
 
-    server = LocalServer(gguf or default_gguf(), port=port, n_ctx=n_ctx, threads=threads)
+    server = LocalServer(gguf or default_gguf(), port=port, n_ctx=n_ctx, threads=threads, chat_format=chat_format)
     with server:
         click.echo(f"serving {server.model_alias} at {server.base_url}")
         click.echo(f"use: keet explain PROFILE --llm --base-url {server.base_url} --model {server.model_alias}")

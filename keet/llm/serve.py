@@ -45,8 +45,9 @@ class LocalServer:
     """`python -m llama_cpp.server` for one GGUF file, started and stopped with the context."""
 
     def __init__(self, gguf: str | Path, port: int = 8080, n_ctx: int = 8192, threads: int | None = None,
-                 model_alias: str | None = None) -> None:
+                 model_alias: str | None = None, chat_format: str = CHAT_FORMAT) -> None:
         self.gguf = Path(gguf)
+        self.chat_format = chat_format
         self.port = port
         self.n_ctx = n_ctx
         self.threads = threads
@@ -61,7 +62,7 @@ class LocalServer:
 
     def command(self) -> list[str]:
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--model_alias", self.model_alias,
-                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--chat_format", CHAT_FORMAT]
+                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--chat_format", self.chat_format]
         if self.threads:
             command += ["--n_threads", str(self.threads), "--n_threads_batch", str(self.threads)]
         return command
