@@ -109,5 +109,6 @@ class LLMStrategy:
         summary = text.split("```", 1)[0].strip().splitlines()
         rationale = (summary[0] if summary else "")[:300] or "(no description)"
         if code is None:
-            return [Proposal(label, None, rationale=f"the reply held no code block: {text[:300]!r}", prompt=prompt, reply=text)]
+            began = " ".join(text.split())[:160]
+            return [Proposal(label, None, rationale=f"the reply held no code block (it began: {began})", prompt=prompt, reply=text)]
         return [Proposal(label, code, rationale=rationale, prompt=prompt, reply=text)]

@@ -335,7 +335,8 @@ class Loop:
 
     def tell_strategy(self, strategy, candidate: Candidate) -> None:
         if not isinstance(strategy, TuneStrategy):
-            strategy.notice_outcome(candidate.label, candidate.rationale, f"{candidate.status}: {candidate.reason[:400]}")
+            change = candidate.rationale if candidate.source is not None else "(no usable code)"
+            strategy.notice_outcome(candidate.label, change, f"{candidate.status}: {candidate.reason[:400]}")
 
     # -------------------------------------------------------------- summary
     @staticmethod
