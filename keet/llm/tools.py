@@ -273,8 +273,8 @@ def rounded(value: Any) -> Any:
 
 
 def fenced_finding(finding: dict[str, Any]) -> dict[str, Any]:
-    """A finding as the model sees it: keet's explanation and fixes as they are (keet's own
-    text), profile strings (source files and lines) fenced."""
+    """A finding as the model sees it: evidence and suggestions as they are (keet's own text);
+    the explanation (it quotes kernel names) and the source files and lines fenced."""
     return {
         "category": finding["category"], "impact": finding["impact"], "confidence": finding["confidence"],
         "evidence": finding["evidence"], "explanation": fence(finding["explanation"]), "suggestions": finding["suggestions"],

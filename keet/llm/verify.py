@@ -79,8 +79,6 @@ _SOURCE_REF = re.compile(r"(?P<file>[\w./\-]+\.(?:cu|cuh|h|hpp|cpp|cc|c|hip|cl|p
 _CODE_SPAN = re.compile(r"```[\w+-]*\n(?P<block>.*?)```|`(?P<span>[^`\n]+)`", re.DOTALL)
 _METRIC = re.compile(r"(?<![\w/])[A-Za-z][A-Za-z0-9_]*(?:(?:__|\.)[A-Za-z0-9_]+)+(?![\w(])")
 _FILE_SUFFIX = re.compile(r"\.(cu|cuh|h|hpp|cpp|cc|c|hip|cl|py|f90|md|json|txt|xz|ncu-rep)$", re.IGNORECASE)
-_BOUND = re.compile(r"\s*(?:=|:|is|was|of|at|reads|read|shows|showed|reaches|reached|equals|stands at|sits at)?\s*"
-                    r"(?:about|around|roughly|approximately|~|≈)?\s*$", re.IGNORECASE)
 _GPU_MENTION = re.compile(r"\b(H100|H200|B200|A100|MI300X|MI300A|MI250X)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _LINE_ORDINAL = re.compile(r"^\s*(?:[-*]\s+)?(?:\*\*)?\d+[.)]\s+")

@@ -160,7 +160,9 @@ def generate_input(buffer: BufferSpec, count: int, seed: int) -> np.ndarray:
     if buffer.init == "uniform":
         if dtype.kind == "f":
             return rng.uniform(buffer.low, buffer.high, count).astype(dtype)
-        return rng.integers(int(buffer.low), int(buffer.high), count, endpoint=False).astype(dtype)
+        # integers: [low, high] inclusive (the defaults give -1, 0, 1), never below 0 when unsigned
+        low = max(int(buffer.low), 0) if dtype.kind == "u" else int(buffer.low)
+        return rng.integers(low, max(int(buffer.high), low), count, endpoint=True).astype(dtype)
     if buffer.init == "normal":
         return rng.standard_normal(count).astype(dtype)
     if buffer.init == "arange":

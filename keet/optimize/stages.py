@@ -116,7 +116,7 @@ def _degenerate(got: np.ndarray, want: np.ndarray, inputs: list[np.ndarray]) -> 
     if not np.any(got) and np.any(want):
         return "every output element is zero"
     if got.size > 1 and np.all(got == got[0]) and not np.all(want == want[0]):
-        return f"every output element is the same value ({got[0]!r})"
+        return f"every output element is the same value ({got[0].item()!r})"
     for index, values in enumerate(inputs):
         copied = values.dtype == got.dtype and values.size >= got.size and got.size > 1 and np.array_equal(got, values[: got.size])
         if copied and not np.array_equal(want, values[: want.size]):
