@@ -235,16 +235,19 @@ class Loop:
             return None
         executable = self.scratch_dir(candidate.id) / "candidate"
         result = profile_candidate(executable, self.problem, self.inputs_dir, self.scratch_dir(candidate.id), self.problem.kernel)
+        if result.report and result.report.is_file():
+            shutil.copyfile(result.report, self.candidate_dir(candidate) / "profile.ncu-rep")
+        self.record_explanation(candidate, result)
+        self.log(f"  profile {candidate.id}: {result.detail}" + (f"; findings: {', '.join(result.categories) or 'none'}" if result.ok else ""))
+        return result
+
+    def record_explanation(self, candidate: Candidate, result: ProfileResult) -> None:
         folder = self.candidate_dir(candidate)
         candidate.profiled, candidate.profile_detail = result.ok, result.detail
-        if result.report and result.report.is_file():
-            shutil.copyfile(result.report, folder / "profile.ncu-rep")
         if result.explanation:
             (folder / "explanation.json").write_text(json.dumps(result.explanation, indent=1))
             (folder / "explanation.txt").write_text(result.text)
             self.explanations[candidate.id] = result.text
-        self.log(f"  profile {candidate.id}: {result.detail}" + (f"; findings: {', '.join(result.categories) or 'none'}" if result.ok else ""))
-        return result
 
     # -------------------------------------------------------------- the loop
     def evaluate_all(self, candidates: list[Candidate]) -> None:
@@ -279,12 +282,7 @@ class Loop:
         """Explain a profile of the baseline recorded elsewhere (e.g. on a GPU machine, for a
         run on a machine without one)."""
         result = explain_existing(self.baseline_profile)
-        folder = self.candidate_dir(candidate)
-        candidate.profiled, candidate.profile_detail = result.ok, result.detail
-        if result.explanation:
-            (folder / "explanation.json").write_text(json.dumps(result.explanation, indent=1))
-            (folder / "explanation.txt").write_text(result.text)
-            self.explanations[candidate.id] = result.text
+        self.record_explanation(candidate, result)
         self.log(f"  explained {self.baseline_profile}: {result.detail}")
         return result
 
