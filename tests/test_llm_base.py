@@ -159,3 +159,12 @@ def test_both_ends_of_an_unspaced_range_are_checked() -> None:
     book.add(1.3, "ratio", "a ratio the profile supports")
     claims = [c for c in check("The change gives a 1.3-9.9x speedup.", book) if c.kind == "number"]
     assert [(c.text, c.verdict) for c in claims] == [("1.3", "supported"), ("9.9x", "unsupported")]
+
+
+def test_a_hedge_between_a_metric_and_its_number_widens_the_tolerance() -> None:
+    book = FactBook()
+    book.add(68.2, "%", "a metric's value", metric="sol.dram_pct")
+    book.metric_names.add("sol.dram_pct")
+    hedged = [c for c in check("Here sol.dram_pct is about 70%.", book) if c.kind == "number"]
+    plain = [c for c in check("Here sol.dram_pct is 70%.", book) if c.kind == "number"]
+    assert [c.verdict for c in hedged] == ["supported"] and [c.verdict for c in plain] == ["unsupported"]

@@ -427,11 +427,14 @@ def extract_claims(answer: str, book: FactBook) -> list[Claim]:
             if "__" in name or name.split(".")[0] in prefixes or name in book.metric_names:
                 taken.append(match.span())
                 found.append(Claim("metric", name, index, offset + match.start()))
-                bound = _CLAIM.match(sentence, match.end() + len(_leading_binding(sentence[match.end():])))
+                binding = _leading_binding(sentence[match.end():])
+                bound = _CLAIM.match(sentence, match.end() + len(binding))
                 if bound:
                     number = extract_numbers(sentence[bound.start():bound.end()], offset + bound.start(), index)
                     for claim in number[:1]:
                         claim.metric = name
+                        if any(binding.lower().rstrip().endswith(h) for h in HEDGES):  # "is about 70%"
+                            claim.tolerance = _stated_tolerance(bound.group("num"), hedged=True)
                         found.append(claim)
                         taken.append(bound.span())
         numbers = [c for c in extract_numbers(sentence, offset, index) if not any(s <= c.start - offset < e for s, e in taken)]
