@@ -55,7 +55,7 @@ def unwritten(n: int) -> np.ndarray:
 def emulate(name: str, x: np.ndarray, run: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(output allocation, input after the run or None) of planted kernel ``name``."""
     n = x.size
-    if name in ("correct", "tamper_events", "tamper_clock", "early_exit", "warmup_only"):
+    if name in ("correct", "tamper_events", "tamper_clock", "early_exit", "warmup_only", "memoize"):
         return wrap(correct(x)), x
     if name == "zeros":
         return wrap(np.zeros(n, np.float32)), x
@@ -95,6 +95,8 @@ def harness_run(name: str | None) -> HarnessRun:
     timed = [correct(generate_input(PROBLEM.inputs[0], 4096, 9))]
     if name == "warmup_only":  # its timed launches skip the work: the refilled output stays unwritten
         timed = [unwritten(4096)]
+    if name == "memoize":  # replays the result of the warm-up inputs for the last launch's alternate inputs
+        timed = [correct(generate_input(PROBLEM.inputs[0], 4096, 10))]
     process = SandboxResult(["harness"], 0, "\n".join(f"KEET_CASE_DONE {label}" for label in labels) + "\nKEET_HARNESS_DONE\n", "", 1.0)
     return HarnessRun(process, cases, [0.1] * 5, timed, labels, True)
 
@@ -196,3 +198,18 @@ def test_static_scan_ignores_comments_and_requires_the_entry_point() -> None:
     assert static_scan(clean).passed
     assert "cudaDevice" not in strip_comments(clean)
     assert not static_scan("__global__ void k() {}\n").passed
+
+
+def test_the_timing_case_alternates_inputs_and_ends_on_values_no_check_saw(tmp_path: Path) -> None:
+    from keet.optimize.harness import write_plan
+    from keet.optimize.problem import Shape
+
+    problem = load_problem(DATA / "problem.toml")
+    problem.timing = Shape("timing", {"n": 4096}, 4)
+    lines = write_plan(problem, tmp_path / "inputs", tmp_path / "work").read_text().splitlines()
+    timing = lines[lines.index("case timing time"):]
+    given, alternate = timing[2].split()[-1], timing[3].split()[1]
+    assert timing[2].startswith("in ") and timing[3].startswith("alt ")
+    assert Path(given).stat().st_size == Path(alternate).stat().st_size == 4096 * 4
+    assert not np.array_equal(np.fromfile(given, np.float32), np.fromfile(alternate, np.float32))
+    assert not any(line.startswith("alt ") for line in lines[: lines.index("case timing time")])

@@ -8,7 +8,7 @@ the timing case, so a candidate costs one CUDA start-up.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ FILL_BYTE = 0x7F  # harness.cu kFill
 RUN_LIMITS = Limits(wall_seconds=120.0, memory_bytes=16 << 30, output_bytes=2 << 30)
 TIMING_WARMUP = 5
 TIMING_REPS = 30
+ALTERNATE_SEED_OFFSET = 1_000_003  # the timing shape's alternate inputs: another seed, same distribution
 
 
 @dataclass
@@ -65,10 +66,18 @@ def write_inputs(problem: Problem, shape: Shape, folder: Path) -> list[Path]:
     return paths
 
 
-def _case_lines(problem: Problem, shape: Shape, mode: str, input_paths: list[Path], out_dir: Path) -> list[str]:
+def alternate(shape: Shape) -> Shape:
+    """The timing shape with other input values: its last timed launch runs on them."""
+    return replace(shape, label=f"{shape.label}.alt", seed=shape.seed + ALTERNATE_SEED_OFFSET)
+
+
+def _case_lines(problem: Problem, shape: Shape, mode: str, input_paths: list[Path], out_dir: Path,
+                alternate_paths: list[Path] | None = None) -> list[str]:
     lines = [f"case {shape.label} {mode}", "dims " + " ".join(str(v) for v in problem.dim_values(shape))]
-    for spec, path in zip(problem.inputs, input_paths):
+    for index, (spec, path) in enumerate(zip(problem.inputs, input_paths)):
         lines.append(f"in {spec.itemsize} {problem.count(spec, shape)} {path.resolve()}")
+        if alternate_paths:
+            lines.append(f"alt {alternate_paths[index].resolve()}")
     for spec in problem.outputs:
         lines.append(f"out {spec.itemsize} {problem.count(spec, shape)} {(out_dir / f'{shape.label}.{spec.name}').resolve()}")
     if mode == "time":
@@ -86,7 +95,11 @@ def write_plan(problem: Problem, inputs_dir: Path, work_dir: Path, mode: str = "
         for shape in problem.shapes:
             lines += _case_lines(problem, shape, "check", write_inputs(problem, shape, inputs_dir / shape.label), out_dir)
     timing_inputs = write_inputs(problem, problem.timing, inputs_dir / problem.timing.label)
-    lines += _case_lines(problem, problem.timing, "time" if mode == "full" else "profile", timing_inputs, out_dir)
+    if mode == "full":
+        alternates = write_inputs(problem, alternate(problem.timing), inputs_dir / f"{problem.timing.label}.alt")
+        lines += _case_lines(problem, problem.timing, "time", timing_inputs, out_dir, alternates)
+    else:
+        lines += _case_lines(problem, problem.timing, "profile", timing_inputs, out_dir)
     plan = work_dir / f"plan.{mode}.txt"
     plan.write_text("\n".join(lines) + "\n")
     return plan

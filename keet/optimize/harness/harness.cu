@@ -6,6 +6,7 @@
 //   case NAME MODE            MODE: check | time | profile
 //   dims D0 D1 ...            the Problem's dims
 //   in ELEMENT_BYTES COUNT PATH    an input, raw little-endian bytes
+//   alt PATH                  time mode: the previous input's alternate values (same size)
 //   out ELEMENT_BYTES COUNT PATH   an output; results go to PATH.run1 / PATH.run2 (check)
 //                                  or PATH.timed (time), each with its guard zones
 //   timing WARMUP REPS             time mode only
@@ -22,7 +23,10 @@
 //        an unrelated buffer); prints KEET_TIMES NAME t1 t2 ... (milliseconds) and writes the
 //        last output with its guards. The refill makes every timed launch produce the whole
 //        output itself: a launch() that computes during warm-up and skips work afterwards
-//        leaves kFill in the output that keet checks.
+//        leaves kFill in the output that keet checks. Inputs with an alternate alternate
+//        between their two value sets from one timed launch to the next, the last on the
+//        alternate (copied in before the refill, untimed): a launch() that replays a result
+//        it stored earlier writes the answer to the wrong inputs.
 // profile: one launch (for Nsight Compute).
 // Each case ends with KEET_CASE_DONE NAME, the plan with KEET_HARNESS_DONE: a candidate
 // that exits early leaves them out.
@@ -51,8 +55,9 @@ static const size_t kGuard = 4096;         // guard bytes before and after every
 
 struct Buffer {
   size_t elem = 0, count = 0;
-  std::string path;
+  std::string path, alt_path;
   unsigned char* base = nullptr;  // allocation start (outputs: guard first)
+  unsigned char* sets[2] = {nullptr, nullptr};  // time mode: the given and the alternate values
   size_t bytes() const { return elem * count; }
 };
 
@@ -114,6 +119,9 @@ static std::vector<Case> read_plan(const char* path) {
       if (std::fscanf(f, "%zu %zu %4095s", &b.elem, &b.count, text) != 3) break;
       b.path = text;
       (w == "in" ? cases.back().ins : cases.back().outs).push_back(b);
+    } else if (w == "alt") {
+      if (std::fscanf(f, "%4095s", text) != 1) break;
+      cases.back().ins.back().alt_path = text;
     } else if (w == "timing") {
       if (std::fscanf(f, "%d %d", &cases.back().warmup, &cases.back().reps) != 2) break;
     }
@@ -211,15 +219,32 @@ static void run_check(Case& c, const Problem& p, cudaStream_t s) {
   }
 }
 
+static void stash_input_sets(Case& c) {
+  for (Buffer& b : c.ins) {
+    if (b.alt_path.empty()) continue;
+    std::vector<unsigned char> alt = read_file(b.alt_path, b.bytes());
+    for (unsigned char*& set : b.sets) HCHECK(cudaMalloc(&set, std::max<size_t>(b.bytes(), 1)));
+    HCHECK(cudaMemcpy(b.sets[0], b.base, b.bytes(), cudaMemcpyDeviceToDevice));
+    HCHECK(cudaMemcpy(b.sets[1], alt.data(), b.bytes(), cudaMemcpyHostToDevice));
+  }
+}
+
+static void use_input_set(Case& c, int set, cudaStream_t s) {
+  for (Buffer& b : c.ins)
+    if (b.sets[set]) HCHECK(cudaMemcpyAsync(b.base, b.sets[set], b.bytes(), cudaMemcpyDeviceToDevice, s));
+}
+
 static void run_time(Case& c, const Problem& p, cudaStream_t s, Flusher& flusher) {
   cudaEvent_t start, stop;
   HCHECK(cudaEventCreate(&start));
   HCHECK(cudaEventCreate(&stop));
+  stash_input_sets(c);
   fill_outputs(c, s);
   for (int i = 0; i < c.warmup; ++i) launch_checked(p, s);
   HCHECK(cudaStreamSynchronize(s));
   std::vector<float> ms;
   for (int r = 0; r < c.reps; ++r) {
+    use_input_set(c, (c.reps - 1 - r) % 2 == 0 ? 1 : 0, s);  // the last launch: the alternate
     fill_outputs(c, s);  // enqueued before the start event, like the flush: not timed
     flusher.flush(s);
     HCHECK(cudaEventRecord(start, s));
@@ -235,6 +260,8 @@ static void run_time(Case& c, const Problem& p, cudaStream_t s, Flusher& flusher
   for (float t : ms) std::printf(" %.6f", t);
   std::printf("\n");
   save_outputs(c, ".timed");
+  for (Buffer& b : c.ins)
+    for (unsigned char* set : b.sets) cudaFree(set);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
 }
