@@ -19,8 +19,3 @@ def fence(text: object) -> str | None:
     if text is None:
         return None
     return f"{OPEN}{str(text).translate(_ESCAPES)}{CLOSE}"
-
-
-def unfence(text: str) -> str:
-    """The fences taken off (for showing a tool's data to a person)."""
-    return text.replace(OPEN, "").replace(CLOSE, "")

@@ -6,7 +6,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from keet.errors import KeetError
 from keet.optimize.sandbox import Limits, SandboxResult, run_limited
 from microbench.runner import find_nvcc, nvcc_link_flags
 
@@ -42,13 +41,6 @@ def build_candidate(source: Path, work_dir: Path, arch: str, nvcc: str | None = 
     log = f"$ {' '.join(command)}\n{result.stdout}{result.stderr}".rstrip() + f"\n({result.summary()})\n"
     ok = result.ok and executable.is_file()
     return BuildResult(ok, executable if ok else None, log, result.seconds, command)
-
-
-def has_nvcc(nvcc: str | None = None) -> bool:
-    try:
-        return bool(find_nvcc(nvcc))
-    except KeetError:  # none is found
-        return False
 
 
 def has_gpu() -> bool:

@@ -1,8 +1,9 @@
 """Correctness stages: static scan of the source, then checks of what the harness wrote.
 
 Every check here works on numpy arrays (CaseOutput) and source text, so each one is tested
-without a GPU on recorded or emulated outputs. The order of the checks on one shape is the
-order of STAGES: the first that fails names why the candidate was rejected.
+without a GPU on recorded or emulated outputs. Order: static_scan and build (in the loop),
+smoke and run (check_process), OUTPUT_CHECKS each over every shape, then timing_output; the
+first that fails names why the candidate was rejected.
 """
 
 from __future__ import annotations
@@ -14,11 +15,6 @@ import numpy as np
 
 from keet.optimize.harness import FILL_BYTE, CaseOutput, HarnessRun
 from keet.optimize.problem import Problem
-
-STAGES = (
-    "static_scan", "build", "smoke", "run", "out_of_bounds", "inputs_modified", "partial_work",
-    "degenerate_output", "mismatch", "nondeterministic", "timing_output", "timing_noise",
-)
 
 # What a candidate may not do, and why: the harness owns allocation, synchronization and
 # timing; a candidate that touches them can fake its time or hide work from the events.
