@@ -1,0 +1,168 @@
+"""Validate the model on the real-world corpus (profiles/corpus/manifest.json), dev and
+validation splits apart.
+
+The corpus holds kernels written by others (PyTorch's ATen, cuBLAS, cuDNN, CUB, flash
+attention, torch.compile's Triton), timed with CUPTI at default clocks on H100 and H200 and
+profiled with Nsight Compute. Each kernel's measured time is its CUPTI duration as an
+isolated cold-L2 launch (the GPU's execution of the kernel, no launch latency: a model that
+floors at the launch cost reads high on kernels under a few microseconds, and the figures say
+so). The validation split is fixed by a hash (profiles/corpus/split.py); nothing is tuned on
+it, so its figures are the headline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from keet.ingest import load_profile
+from perfmodel.features import KernelFeatures, features, raw_metrics
+from perfmodel.hardware import gpu
+from perfmodel.model import predict
+
+CORPUS_MANIFEST = "corpus/manifest.json"  # beside the zoo manifest
+SETTINGS = (("h100", "h100"), ("h200", "h200"), ("h100", "h200"), ("h200", "h100"))
+SHORT_NS = 5_000.0  # the targets of issue 20 treat kernels under 5 us apart
+
+
+@dataclass
+class CorpusRow:
+    kernel: str  # corpus id: case#ordinal
+    split: str
+    library: str
+    source: str  # GPU the profile came from
+    target: str  # GPU predicted
+    measured_ns: float
+    predicted_ns: float
+    bound: str
+    naive_ns: float
+
+    @property
+    def error(self) -> float:
+        return abs(self.predicted_ns - self.measured_ns) / self.measured_ns
+
+    @property
+    def signed_error(self) -> float:
+        return (self.predicted_ns - self.measured_ns) / self.measured_ns
+
+    @property
+    def naive_error(self) -> float:
+        return abs(self.naive_ns - self.measured_ns) / self.measured_ns
+
+
+def load_manifest(zoo_manifest: Path) -> dict | None:
+    path = Path(zoo_manifest).parent / CORPUS_MANIFEST
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def corpus_features(manifest: dict, root: Path, progress: Callable[[str], None] | None = None
+                    ) -> dict[str, dict[str, KernelFeatures | str]]:
+    """GPU -> kernel id -> the model's inputs from that GPU's report (or why there are none).
+    Each report is read once, with only the metrics the model reads."""
+    out: dict[str, dict[str, KernelFeatures | str]] = {}
+    for gpu_id, facts in manifest["gpus"].items():
+        out[gpu_id] = {}
+        for report in facts["reports"]:
+            if progress:
+                progress(f"reading {report}")
+            profile = load_profile(root / report, metrics=raw_metrics())
+            for entry in manifest["kernels"]:
+                measured = entry["measured"].get(gpu_id)
+                if not measured or measured.get("report") != report:
+                    continue
+                try:
+                    out[gpu_id][entry["id"]] = features(profile, profile.kernels[measured["report_id"]])
+                except ValueError as exc:
+                    out[gpu_id][entry["id"]] = str(exc)
+    return out
+
+
+def corpus_rows(manifest: dict, work: dict[str, dict[str, KernelFeatures | str]]) -> list[CorpusRow]:
+    from perfmodel.validate import naive_roofline_ns
+
+    rows = []
+    for source, target in SETTINGS:
+        if source not in work:
+            continue
+        hardware = gpu(target)
+        for entry in manifest["kernels"]:
+            kernel_work = work[source].get(entry["id"])
+            measured = entry["measured"].get(target)
+            if not isinstance(kernel_work, KernelFeatures) or not measured:
+                continue
+            if source != target and launched_differently(entry):
+                continue  # the library ran another kernel or grid there: not the same work
+            try:
+                prediction = predict(hardware, kernel_work)
+            except ValueError:
+                continue
+            rows.append(CorpusRow(entry["id"], entry["split"], entry["library"], source, target, measured["isolated_ns"],
+                                  prediction.predicted_ns, prediction.bound, naive_roofline_ns(hardware, kernel_work)))
+    return rows
+
+
+def launched_differently(entry: dict) -> bool:
+    """Whether the call launched another kernel or configuration on one of the GPUs."""
+    return any("launch" in m or "cupti_name" in m for m in entry["measured"].values())
+
+
+def _stats(chosen: list[CorpusRow]) -> dict:
+    errors = np.array([r.error for r in chosen])
+    signed = np.array([r.signed_error for r in chosen])
+    naive = np.array([r.naive_error for r in chosen])
+    return {"kernels": len(chosen), "median_ape": float(np.median(errors)), "p90_ape": float(np.percentile(errors, 90)),
+            "median_signed": float(np.median(signed)), "naive_median_ape": float(np.median(naive)),
+            "naive_p90_ape": float(np.percentile(naive, 90))}
+
+
+def corpus_summary(rows: list[CorpusRow]) -> list[dict]:
+    """Per split, setting and size class (all kernels; kernels of at least 5 us measured)."""
+    out = []
+    for split in ("validation", "dev"):
+        for source, target in SETTINGS:
+            for size, keep in (("all", lambda r: True), (">= 5 us", lambda r: r.measured_ns >= SHORT_NS)):
+                chosen = [r for r in rows if r.split == split and r.source == source and r.target == target and keep(r)]
+                if chosen:
+                    out.append({"split": split, "setting": f"{source} profile -> {target}", "source": source,
+                                "target": target, "size": size, **_stats(chosen)})
+    return out
+
+
+def summary_table(summaries: list[dict], zoo: list[dict]) -> list[str]:
+    """The three sets side by side: zoo (development), corpus dev, corpus validation (headline)."""
+    lines = ["| set | setting | kernels | median APE | p90 APE | median signed error | naive roofline median APE | naive p90 |",
+             "|---|---|---|---|---|---|---|---|"]
+    for s in summaries:
+        if s["split"] == "validation":
+            lines.append(_summary_line(f"**corpus validation** ({s['size']})", s))
+    for s in summaries:
+        if s["split"] == "dev":
+            lines.append(_summary_line(f"corpus dev ({s['size']})", s))
+    for s in zoo:
+        lines.append(f"| zoo (development) | {s['setting']} | {s['kernels']} | {s['median_ape']:.1%} | {s['p90_ape']:.1%} | "
+                     f"- | {s['naive_median_ape']:.1%} | {s['naive_p90_ape']:.1%} |")
+    return lines
+
+
+def _summary_line(label: str, s: dict) -> str:
+    return (f"| {label} | {s['setting']} | {s['kernels']} | {s['median_ape']:.1%} | {s['p90_ape']:.1%} | "
+            f"{s['median_signed']:+.1%} | {s['naive_median_ape']:.1%} | {s['naive_p90_ape']:.1%} |")
+
+
+def by_library_table(rows: list[CorpusRow]) -> list[str]:
+    """Validation split, H100 profile -> H100: where the error lives, by the library that made
+    the kernel."""
+    lines = ["| library | kernels | median APE | median signed error |", "|---|---|---|---|"]
+    chosen = [r for r in rows if r.split == "validation" and r.source == r.target == "h100"]
+    for library in sorted({r.library for r in chosen}):
+        s = _stats([r for r in chosen if r.library == library])
+        lines.append(f"| {library} | {s['kernels']} | {s['median_ape']:.1%} | {s['median_signed']:+.1%} |")
+    return lines
+
+
+def not_predicted(manifest: dict, work: dict[str, dict[str, KernelFeatures | str]]) -> list[str]:
+    return sorted(f"{k} ({g}): {w}" for g, kernels in work.items() for k, w in kernels.items() if not isinstance(w, KernelFeatures))
