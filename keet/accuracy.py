@@ -1,6 +1,9 @@
 """Score the diagnosis against the zoo's intended categories (profiles/manifest.json).
 
-    python -m keet.accuracy [--gpu h100] [--manifest profiles/manifest.json]
+    python -m keet.accuracy [--gpu h100] [--manifest PATH] [--corpus]
+
+The manifest defaults to profiles/manifest.json in the working directory or a parent, else in
+the source checkout (keet.project_data).
 
 Prints, per kernel, the intended category and the top findings, then top-1 and top-2
 accuracy and a confusion table (intended -> ranked first).
@@ -10,14 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from keet.diagnosis import diagnose_kernel
+from keet.errors import KeetError
 from keet.ingest import load_profile
-
-DEFAULT_MANIFEST = Path(__file__).resolve().parents[1] / "profiles" / "manifest.json"
+from keet.project_data import manifest_path as find_manifest
 
 
 @dataclass
@@ -36,9 +40,13 @@ class Scored:
         return self.intended in self.ranked[:2]
 
 
-def score(gpu: str, manifest_path: Path = DEFAULT_MANIFEST) -> list[Scored]:
-    """Diagnose every manifest kernel in the GPU's combined zoo report."""
+def score(gpu: str, manifest_path: Path | None = None) -> list[Scored]:
+    """Diagnose every manifest kernel in the GPU's combined zoo report (manifest_path None:
+    the zoo found by keet.project_data)."""
+    manifest_path = find_manifest(manifest_path)
     manifest = json.loads(manifest_path.read_text())
+    if gpu not in manifest["gpus"]:
+        raise KeetError(f"{manifest_path}: no GPU {gpu!r} in the zoo (it has {', '.join(manifest['gpus'])})")
     profile = load_profile(manifest_path.parent / manifest["gpus"][gpu]["combined_report"])
     scored = []
     for entry in manifest["kernels"]:
@@ -63,13 +71,29 @@ def report(scored: list[Scored]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m keet.accuracy", description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", default="h100")
-    parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
-    args = parser.parse_args()
-    print(report(score(args.gpu, args.manifest)))
+    parser.add_argument("--corpus", action="store_true",
+                        help="after the zoo, the label-free checks on the real-world corpus (keet.accuracy_corpus)")
+    parser.add_argument("--manifest", type=Path, help="the zoo's manifest.json (default: profiles/manifest.json found from the "
+                                                      "working directory, else in the source checkout)")
+    args = parser.parse_args(argv)
+    try:
+        print("zoo (development set):")
+        print(report(score(args.gpu, args.manifest)))
+        if args.corpus:
+            from keet import accuracy_corpus
+
+            manifest = find_manifest(args.manifest)
+            found = accuracy_corpus.verdicts(manifest, progress=lambda line: print(line, file=sys.stderr))
+            print()
+            print(accuracy_corpus.report(found, accuracy_corpus.pair_gains(manifest)))
+    except KeetError as exc:  # the CLI convention: one line, exit status 2
+        print(f"keet.accuracy: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,7 +5,7 @@ No one's opinion of a corpus kernel's bottleneck is needed: the H200 has 1.43x t
 DRAM bandwidth and the same SMs and clocks, so a kernel the diagnosis calls DRAM-bound should
 run >= 1.25x faster on the H200, and one it calls compute- or issue-bound <= 1.10x faster. A
 kernel with no finding at all is a silence. The before/after pairs give the measured gain a
-diagnosis should call recoverable; findings carry no recoverable time yet (issue 21), so that
+diagnosis should call recoverable; findings carry no recoverable time yet, so that
 check reports the measured gains only.
 
     python -m keet.accuracy --corpus [--manifest PATH]

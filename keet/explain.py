@@ -1,16 +1,19 @@
-"""Render diagnoses: terminal text, markdown, and the JSON contract of the design brief."""
+"""Render diagnoses: terminal text, markdown, and the JSON contract of docs/rules.md."""
 
 from __future__ import annotations
 
-import json
+import re
 import textwrap
 from typing import Any
 
 from keet.diagnosis import applies, diagnose
-from keet.format import dims, si
+from keet.format import dims, json_text, si, source_path
 from keet.profile import Kernel, Profile
 from keet.rules import AMD_RULES
+from keet.safe_text import markdown_code, markdown_text, terminal
 from keet.summary import device_dict, kernel_summary, kernels_by_duration
+
+_WHITESPACE = re.compile(r"[\t\n\x0b\x0c\r]")
 
 
 def explain(profile: Profile, kernels: list[Kernel] | None = None, top: int | None = None) -> dict[str, Any]:
@@ -31,7 +34,8 @@ def explain(profile: Profile, kernels: list[Kernel] | None = None, top: int | No
 
 
 def to_json(document: dict[str, Any]) -> str:
-    return json.dumps(document, indent=1)
+    """The document as JSON, strings exact; a non-finite number (from a damaged file) is null."""
+    return json_text(document, indent=1)
 
 
 def evidence_text(evidence: dict[str, Any]) -> str:
@@ -99,41 +103,127 @@ def not_assessed_lines(entry: dict[str, Any], vendor: str = "nvidia") -> list[st
 
 
 def to_text(document: dict[str, Any], markdown: bool = False, width: int = 100) -> str:
-    """Readable in a terminal (or as markdown): kernels longest first, findings by rank."""
+    """Readable in a terminal (or as markdown): with several kernels a summary table first,
+    then kernels longest first, findings by rank. Text lines fit ``width`` columns, except
+    source lines (code is not re-flowed).
+
+    Strings from the profile (names, paths, device, source lines, and the rules' prose that
+    quotes them) are neutralised (keet.safe_text): one line each, no control sequence reaches
+    the terminal, and in markdown names are code spans and prose is escaped. Source paths are
+    shown as folder and file name (keet.format.source_path), not as the capturing machine's
+    absolute paths.
+    """
     device = document["device"]
-    lines = []
-    head = f"{device['name']} ({device['arch'] or 'unknown arch'}, {device['sm_count'] or '?'} SMs)"
-    lines.append(f"# {document['source']}\n\n{head}\n" if markdown else f"{document['source']}: {head}")
-    wrap = (lambda text, indent: [text]) if markdown else (lambda text, indent: textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent))
+    lines: list[str] = []
+    # name: a profile string shown as such; prose: sentences (which may quote profile strings)
+    name, prose = (markdown_code, markdown_text) if markdown else (terminal, _one_line)
+
+    def wrap(text: str, indent: str, following: str | None = None) -> list[str]:
+        """Prose as lines: one markdown line (a renderer re-flows it), or text filled to width."""
+        if markdown:
+            return [indent + prose(text)]
+        return textwrap.wrap(prose(text), width, initial_indent=indent, subsequent_indent=indent if following is None else following,
+                             break_on_hyphens=False) or [indent.rstrip()]
+
+    head = prose(f"{device['name']} ({device['arch'] or 'unknown arch'}, {device['sm_count'] or '?'} SMs)")
+    if markdown:
+        lines.append(f"# {name(document['source'])}\n\n{head}\n")
+    else:
+        lines.extend(textwrap.wrap(f"{name(document['source'])}: {head}", width, subsequent_indent="  ", break_on_hyphens=False))
+    if len(document["kernels"]) > 1:
+        lines.extend(_summary_table(document["kernels"], markdown, width))
     for entry in document["kernels"]:
         share = f"{entry['share'] * 100:.1f}% of GPU time" if entry["share"] is not None else "share unknown"
-        title = f"[{entry['id']}] {entry['name']}"
-        lines.append(f"\n## {title}\n" if markdown else f"\n{title}")
+        title = f"[{entry['id']}] {name(entry['name'])}"  # no link: this file defines no reference for [0]
+        if markdown:
+            lines.append(f"\n## {title}\n")
+        else:
+            lines.append("")
+            lines.extend(textwrap.wrap(title, width, subsequent_indent="    ", break_on_hyphens=False))
         bullet = "- " if markdown else "  "
-        lines.append(
-            f"{bullet}{si(entry['duration_ns'], 'ns')} ({share}); grid {dims(entry['grid'])} x block {dims(entry['block'])}; "
-            f"{entry['registers_per_thread'] if entry['registers_per_thread'] is not None else '?'} registers/thread, "
-            f"{entry['shared_bytes_per_block'] if entry['shared_bytes_per_block'] is not None else '?'} B shared/block"
-        )
+        registers = entry["registers_per_thread"] if entry["registers_per_thread"] is not None else "?"
+        shared = entry["shared_bytes_per_block"] if entry["shared_bytes_per_block"] is not None else "?"
+        lines.extend(wrap(f"{si(entry['duration_ns'], 'ns')} ({share}); grid {dims(entry['grid'])} x block {dims(entry['block'])}; "
+                          f"{registers} registers/thread, {shared} B shared/block", bullet, "    "))
         if not entry["diagnosis"] and entry["not_assessed"]:
-            lines.append(f"{bullet}No bottleneck can be named from the evidence this profile holds; the checks listed below could not run.")
+            lines.extend(wrap("No bottleneck can be named from the evidence this profile holds; the checks listed below could not run.",
+                              bullet, "    "))
         elif not entry["diagnosis"]:
-            lines.append(f"{bullet}No bottleneck found: no unit is near its peak and no inefficiency was measured.")
+            lines.extend(wrap("No bottleneck found: no unit is near its peak and no inefficiency was measured.", bullet, "    "))
         for rank, finding in enumerate(entry["diagnosis"], 1):
             header = f"{rank}. {finding['category']}  (impact {finding['impact'] * 100:.0f}% of runtime, confidence {finding['confidence']:.0%})"
-            lines.append(f"\n### {header}\n" if markdown else f"\n  {header}")
-            lines.extend(wrap(finding["explanation"], "     "))
+            if markdown:
+                lines.append(f"\n### {header}\n")
+            else:
+                lines.append("")
+                lines.extend(textwrap.wrap(header, width, initial_indent="  ", subsequent_indent="     "))
+            lines.extend(wrap(finding["explanation"], "" if markdown else "     "))
             lines.append("" if markdown else "     evidence:")
-            lines.extend(f"{'- ' if markdown else '       '}{evidence_text(e)}" for e in finding["evidence"])
+            for e in finding["evidence"]:
+                if markdown:
+                    lines.append(f"- {_evidence_markdown(e)}")
+                else:
+                    lines.extend(textwrap.wrap(terminal(evidence_text(e)), width, initial_indent="       ", subsequent_indent="         "))
             if finding["source_lines"]:
                 lines.append("\n**Source lines**\n" if markdown else "     source lines:")
                 for s in finding["source_lines"]:
-                    code = f"`{s['text'].strip()}`" if s["text"] else ""
-                    lines.append(f"{'- ' if markdown else '       '}{s['file']}:{s['line']} {code} ({s['share']:.0%} of {s['counter']})")
+                    code = name(s["text"].strip()) if s["text"] else ""
+                    place = name(f"{source_path(s['file'])}:{s['line']}")
+                    # one line each, never re-flowed: code broken over lines misreads
+                    lines.append(f"{'- ' if markdown else '       '}{place} {code} ({s['share']:.0%} of {prose(s['counter'])})")
             lines.append("\n**What to change**\n" if markdown else "     what to change:")
             for suggestion in finding["suggestions"]:
-                lines.extend(wrap(suggestion, "- ") if markdown else textwrap.wrap(suggestion, width, initial_indent="       - ", subsequent_indent="         "))
-        for line in not_assessed_lines(entry, device.get("vendor", "nvidia")):
-            if line:
-                lines.extend(wrap(line, "") if markdown else textwrap.wrap(line, width, initial_indent="  ", subsequent_indent="  "))
-    return "\n".join(lines) + "\n"
+                lines.extend(wrap(suggestion, "- ") if markdown else wrap(suggestion, "       - ", "         "))
+        rest = [line for line in not_assessed_lines(entry, device.get("vendor", "nvidia")) if line]
+        if markdown and rest:
+            lines.append("")
+        for line in rest:
+            lines.extend(wrap(line, "- " if markdown else "  "))
+    # The last pass: whatever a field above let through, no control character is printed.
+    return terminal("\n".join(lines) + "\n", newlines=True)
+
+
+# Verdict of a kernel the rules found nothing on, in the summary table.
+NO_FINDING = "no finding"
+
+
+def _summary_table(entries: list[dict[str, Any]], markdown: bool, width: int) -> list[str]:
+    """Kernels longest first: share of GPU time, the top finding's category and its
+    recoverable time. Recoverable time is the model's (diagnosis v2's ``recoverable_ns``);
+    until a finding carries it, the column says n/a rather than a guess."""
+    rows = []
+    for entry in entries:
+        top = entry["diagnosis"][0] if entry["diagnosis"] else None
+        share = f"{entry['share'] * 100:.1f}%" if entry["share"] is not None else "n/a"
+        recoverable = si(top["recoverable_ns"], "ns") if top is not None and top.get("recoverable_ns") is not None else "n/a"
+        rows.append((str(entry["id"]), entry["name"], share, top["category"] if top else NO_FINDING, recoverable))
+    if markdown:
+        cell = lambda text: text.replace("|", "\\|")  # a pipe inside a code span still ends a GFM table cell
+        return ["", f"{len(entries)} kernels, longest first:", "", "| Kernel | Share of time | Verdict | Recoverable |",
+                "| --- | ---: | --- | ---: |",
+                *(f"| {cell(f'[{i}] ' + markdown_code(n))} | {s} | {v} | {r} |" for i, n, s, v, r in rows), ""]
+    heads = ("#", "kernel", "share", "verdict", "recoverable")
+    sizes = [max(len(h), *(len(str(r[c])) for r in rows)) for c, h in enumerate(heads)]
+    # the kernel column takes what the others leave of the width (names are cut, the page below has them whole)
+    sizes[1] = max(12, min(sizes[1], width - 2 - sum(sizes) + sizes[1] - 2 * (len(heads) - 1)))
+
+    def row(values: tuple[str, ...]) -> str:
+        ident, kernel, share, verdict, recoverable = values
+        kernel = terminal(kernel)
+        kernel = kernel if len(kernel) <= sizes[1] else kernel[: sizes[1] - 3] + "..."
+        return (f"  {ident:>{sizes[0]}}  {kernel:<{sizes[1]}}  {share:>{sizes[2]}}  {verdict:<{sizes[3]}}  "
+                f"{recoverable:>{sizes[4]}}").rstrip()
+
+    return ["", f"{len(entries)} kernels, longest first (details below):", row(heads), *(row(r) for r in rows)]
+
+
+def _one_line(text: str) -> str:
+    """Prose for the terminal: whitespace as spaces (textwrap re-flows it), the rest escaped."""
+    return terminal(_WHITESPACE.sub(" ", str(text)))
+
+
+def _evidence_markdown(evidence: dict[str, Any]) -> str:
+    """One evidence item in markdown: the metric name as code, the numbers as escaped text."""
+    text = evidence_text(evidence)
+    metric = str(evidence["metric"])
+    return markdown_code(metric) + markdown_text(text[len(metric):]) if text.startswith(metric) else markdown_text(text)

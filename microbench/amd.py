@@ -727,7 +727,7 @@ def run_suite(out: str | Path, suite: str | None = None, hipcc: str | None = Non
         arch = gpu["arch"]
         doc["device"] = {"gpu": gpu, "before": gpu.get("smi", {}), "gpu_id": gpu_id_for(arch, gpu["name"], gpu.get("cus"))}
     if arch not in ARCHS:
-        _progress(f"warning: {arch} is neither gfx90a nor gfx942; thresholds use gfx942's cache sizes")
+        print(f"warning: {arch} is neither gfx90a nor gfx942; thresholds use gfx942's cache sizes", file=sys.stderr, flush=True)
     doc["arch"] = arch
 
     with tempfile.TemporaryDirectory(prefix="microbench-hip-") as tmp:
@@ -797,4 +797,6 @@ def run_suite(out: str | Path, suite: str | None = None, hipcc: str | None = Non
 
 
 def _progress(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    """Progress on a terminal only, as microbench.runner's."""
+    if sys.stderr.isatty():
+        print(msg, file=sys.stderr, flush=True)

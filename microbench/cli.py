@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from keet.cli import run_cli
+from keet.cli_options import output_option
+from keet.cli_runner import run_cli
 from microbench import runner
 
 
@@ -15,7 +16,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Output JSON file (written atomically).")
+@output_option("out", required=True, help="Output JSON file (written atomically).")
 @click.option("--suite", default=None, metavar="LIST",
               help=f"Comma-separated subset of {','.join(runner.PROGRAMS)} (default: all).")
 @click.option("--nvcc", default=None, metavar="PATH", help="nvcc to use (default: $NVCC, PATH, /usr/local/cuda/bin/nvcc).")
@@ -27,7 +28,8 @@ def cli() -> None:
 def run(out: str, suite: str | None, nvcc: str | None, build_only: bool, backend: str, arch: str | None,
         hipcc: str | None) -> None:
     """Build and run the CUDA (NVIDIA) or HIP (AMD) microbenchmarks on GPU 0; write measurements and
-    derived parameters to OUT.
+    derived parameters to the -o/--output file. Progress (build, each program) shows on stderr
+    when it is a terminal.
 
     Same as `python3 -m microbench.runner` (standard library only, for bare GPU machines).
     """

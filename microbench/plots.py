@@ -2,7 +2,9 @@
 
     python -m microbench.plots microbench/calib/*.json --out docs/img
 
-Writes SVG files named microbench_<figure>.svg. Every series is told apart by its marker and line
+Writes SVG files named microbench_<figure>.svg. Files of another layout that lie in the same
+folder (the L2 fetch-granularity probes, one number each: they have no sweep to draw) are
+skipped with a one-line note on stderr. Every series is told apart by its marker and line
 style as well as its colour; points the runner rejected (spread above its limit, failed check)
 are drawn hollow, never hidden. Needs matplotlib (not a dependency of the package: pip install
 matplotlib).
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 STYLES = [  # per calibration file (GPU): colour, marker, line style
@@ -22,13 +25,35 @@ SERIES = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."), ("v", (0, (5, 1))), 
 MiB, GiB = 2**20, 2**30
 
 
-def load(paths: list[str | Path]) -> list[tuple[str, dict]]:
-    """(label, document) per calibration file; the label is the GPU name without 'NVIDIA '."""
+class NotCalibration(ValueError):
+    """A JSON file that is not `microbench run` output (no list of results to plot)."""
+
+
+def load_one(path: str | Path) -> tuple[str, dict]:
+    """(label, document) of one calibration file; the label is the GPU name without 'NVIDIA '."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        keys = ", ".join(list(doc)[:3]) if isinstance(doc, dict) else type(doc).__name__
+        raise NotCalibration(f"{path}: not a `microbench run` calibration file (no 'results'; it holds {keys})")
+    device = doc.get("device")
+    name = (device.get("name") if isinstance(device, dict) else None) or Path(path).stem
+    return name.replace("NVIDIA ", ""), doc
+
+
+def load(paths: list[str | Path], note: Callable[[str], None] | None = None) -> list[tuple[str, dict]]:
+    """(label, document) per calibration file. A file of another layout is passed to ``note``
+    (one line) and left out; without ``note`` it is an error."""
     out = []
     for p in paths:
-        doc = json.loads(Path(p).read_text())
-        name = (doc.get("device") or {}).get("name") or Path(p).stem
-        out.append((name.replace("NVIDIA ", ""), doc))
+        try:
+            out.append(load_one(p))
+        except NotCalibration as exc:
+            if note is None:
+                raise
+            note(f"skipped {exc}")
     return out
 
 
@@ -254,7 +279,12 @@ def plot_tlb(docs, out, plt) -> Path:
 PLOTS = (plot_bandwidth, plot_latency, plot_tlb, plot_bank_conflicts, plot_barrier, plot_mix, plot_dram_occupancy)
 
 
-def make_plots(paths: list[str | Path], out: str | Path) -> list[Path]:
+def make_plots(paths: list[str | Path], out: str | Path, note: Callable[[str], None] | None = None) -> list[Path]:
+    """Draw every figure from the calibration files among ``paths`` into ``out``; files of
+    another layout go to ``note`` (see load)."""
+    docs = load(paths, note)
+    if not docs:
+        raise ValueError("no `microbench run` calibration file among the inputs")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -263,7 +293,6 @@ def make_plots(paths: list[str | Path], out: str | Path) -> list[Path]:
     plt.rcParams["svg.hashsalt"] = "microbench"  # stable element ids: reproducible SVG files
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    docs = load(paths)
     written = []
     for fn in PLOTS:
         written.append(fn(docs, out, plt))
@@ -276,14 +305,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("calib", nargs="+", help="calibration JSON files (microbench run output)")
     ap.add_argument("--out", required=True, help="directory for the SVG files")
     args = ap.parse_args(argv)
+
+    def note(line: str) -> None:
+        print(f"microbench.plots: {line}", file=sys.stderr)
+
     try:
-        for path in make_plots(args.calib, args.out):
+        for path in make_plots(args.calib, args.out, note):
             print(path)
     except ImportError:
         print("microbench.plots: error: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
         return 2
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError) as exc:
         print(f"microbench.plots: error: {exc}", file=sys.stderr)
+        return 2
+    except (KeyError, TypeError) as exc:  # a calibration file with results of another shape
+        print(f"microbench.plots: error: a calibration file's results lack what the figures need ({type(exc).__name__}: {exc})",
+              file=sys.stderr)
         return 2
     return 0
 

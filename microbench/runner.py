@@ -23,7 +23,6 @@ import json
 import math
 import os
 import re
-import shutil
 import socket
 import statistics
 import subprocess
@@ -32,12 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
-try:  # the GPU machine has no keet dependencies (pandas, ...): fall back to a local class
-    from keet.errors import KeetError
-except ImportError:  # pragma: no cover - exercised only without keet's dependencies
-    class KeetError(Exception):  # type: ignore[no-redef]
-        """An error the CLI reports as one line with exit status 2."""
-
+# Standard-library modules of keet (tests/test_layering.py checks that importing this runner
+# loads nothing else): the GPU machine's bare python3 has none of keet's dependencies.
+from keet.errors import KeetError
+from keet.measurements import accepted
+from keet.toolchain import find_nvcc, nvcc_link_flags
 
 SUITE_VERSION = "1"
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
@@ -175,11 +173,6 @@ def parse_output(text: str) -> tuple[dict | None, list[dict]]:
 # --------------------------------------------------------------------------------------
 # parameter derivation
 # --------------------------------------------------------------------------------------
-def accepted(results: list[dict], bench: str) -> list[dict]:
-    """The measurements of one benchmark that were not rejected."""
-    return [r for r in results if r.get("bench") == bench and not r["stats"]["rejected"]]
-
-
 def _clock(r: dict, fallback: float | None) -> float | None:
     """The SM clock a result ran at: its witness clock (a spin kernel run right after the timed
     runs) where it has one; for atomics without one, the suite's clock (their block-0 probe reads
@@ -555,38 +548,6 @@ def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, errors="replace", check=False)
 
 
-def wheel_nvcc() -> str | None:
-    """nvcc of the PyPI wheel nvidia-cuda-nvcc (site-packages/nvidia/cu<N>/bin/nvcc), if installed."""
-    import importlib.util
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        return None
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        found = sorted(Path(loc).glob("cu*/bin/nvcc"), reverse=True)
-        if found:
-            return str(found[0])
-    return None
-
-
-def nvcc_link_flags(nvcc: str) -> list[str]:
-    """The wheel's nvcc.profile looks for the runtime libraries in <top>/lib64, the wheels put
-    them in <top>/lib: name that directory (no symlink into site-packages needed)."""
-    top = Path(nvcc).resolve().parent.parent
-    if (top / "lib" / "libcudart_static.a").is_file() and not (top / "lib64").exists():
-        return [f"-L{top / 'lib'}"]
-    return []
-
-
-def find_nvcc(explicit: str | None) -> str:
-    for cand in (explicit, os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc", wheel_nvcc()):
-        if cand and (Path(cand).is_file() or shutil.which(cand)):
-            return cand
-    if explicit:
-        raise KeetError(f"nvcc not found at {explicit}")
-    raise KeetError("nvcc not found (put it on PATH, set NVCC, pass --nvcc, or pip install nvidia-cuda-nvcc)")
-
-
 def smi(fields: str) -> list[str]:
     try:
         p = _run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"], 60)
@@ -669,7 +630,10 @@ def parse_suite(suite: str | None) -> list[str]:
 
 
 def _progress(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    """Progress for a person at a terminal; in a pipe or a log it would be noise (a failure
+    is in the JSON file and in the final error either way)."""
+    if sys.stderr.isatty():
+        print(msg, file=sys.stderr, flush=True)
 
 
 def run_suite(out: str | Path, suite: str | None = None, nvcc: str | None = None, build_only: bool = False) -> dict:

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
-from keet.cli import run_cli
+from keet.cli_options import format_option, progress, text_width
+from keet.cli_runner import run_cli
 from keet.errors import KeetError
-from keet.format import si
+from keet.format import json_text, si
 from keet.ingest import load_profile
-from perfmodel.features import features, raw_metrics
+from keet.project_data import manifest_path, writable_source_dir
+from keet.safe_text import terminal  # kernel names come from the profile
 from perfmodel.hardware import gpu, gpu_ids
-from perfmodel.model import predict as predict_kernel
 
-MANIFEST = Path(__file__).resolve().parents[1] / "profiles" / "manifest.json"
+# perfmodel.features and perfmodel.model (numpy, pandas through keet.profile) are imported by
+# the commands that predict: `perfmodel gpus` and --help stay fast (docs/benchmarks.md).
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,7 +28,7 @@ def cli() -> None:
 
 @cli.command()
 @click.option("--show", "show", metavar="GPU", help="Print every parameter of one GPU with its unit and provenance.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_option("text", "json")
 def gpus(show: str | None, fmt: str) -> None:
     """List the GPUs of the hardware database, or show one."""
     if show is None:
@@ -42,9 +43,34 @@ def gpus(show: str | None, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps({"id": hardware.id, "name": hardware.name, "vendor": hardware.vendor, "arch": hardware.arch, "params": params}, indent=1))
         return
-    click.echo(f"{hardware.id}: {hardware.name} ({hardware.arch})")
+    click.echo("\n".join(_gpu_text(hardware, params, text_width())))
+
+
+def _gpu_text(hardware, params: list[dict], width: int) -> list[str]:
+    """One GPU's parameters as a table that fits ``width``: name, value with its unit, and a
+    note number; the notes (where each value comes from: a sentence of up to hundreds of
+    characters, shared by many parameters) follow once each, numbered and wrapped."""
+    import textwrap
+
+    from keet.format import number
+
+    notes: dict[str, int] = {}
+    rows = []
     for p in params:
-        click.echo(f"  {p['name']:36} {p['value']:>16,.6g} {p['unit']:14} {p['source']:14} {p['ref']}")
+        origin = f"{p['source']}: " if p["source"] else ""
+        ref = origin + "; ".join(part for part in (p["ref"], p["note"]) if part)
+        mark = f"[{notes.setdefault(ref, len(notes) + 1)}]" if ref else ""
+        # large values with an SI prefix (1.98 GHz, 3.35 TB/s), small ones in full
+        value = si(p["value"], p["unit"] or "", 4) if abs(p["value"]) >= 1e6 else f"{number(p['value'])} {p['unit'] or ''}".rstrip()
+        rows.append((p["name"], value, mark))
+    heads = ("parameter", "value", "note")
+    sizes = [max(len(h), *(len(r[c]) for r in rows)) for c, h in enumerate(heads)]
+    line = lambda r: f"  {r[0]:<{sizes[0]}}  {r[1]:>{sizes[1]}}  {r[2]}".rstrip()
+    lines = textwrap.wrap(f"{hardware.id}: {hardware.name} ({hardware.arch})", width, subsequent_indent="  ")
+    lines += [line(heads), *map(line, rows), "", "Where each value comes from:"]
+    for ref, index in notes.items():
+        lines += textwrap.wrap(ref, width, initial_indent=f"  [{index}] ".ljust(7), subsequent_indent=" " * 7, break_on_hyphens=False)
+    return lines
 
 
 SOURCE_SUFFIXES = (".cu", ".cuh")
@@ -62,12 +88,17 @@ LAUNCH_OPTIONS = ("grid", "block", "smem", "arg", "buffer", "program_arg")
 @click.option("--buffer", "buffer", multiple=True, metavar="NAME=BYTES", help="SOURCE: a pointer argument's buffer size (repeatable; zero-filled).")
 @click.option("--program-arg", "program_arg", multiple=True, metavar="ARG", help="SOURCE: an argument for the program's main during launch discovery (repeatable).")
 @click.option("--explain", is_flag=True, help="SOURCE: show the work counted by interpreting the PTX, and how.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--require-sandbox", "require_sandbox", is_flag=True,
+              help="SOURCE: refuse to run the file's host code (launch discovery) outside keet's bubblewrap sandbox.")
+@format_option("text", "json")
 def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool, **launch_flags) -> None:
     """Predict each kernel's time on GPU from the work counts in a PROFILE, or from a CUDA
     SOURCE.cu with no GPU: the program's host code runs against a recording CUDA runtime to
     find its launches (or the flags give one), and each kernel's PTX is interpreted on a
     sample of its blocks to count its work."""
+    from perfmodel.features import features, raw_metrics
+    from perfmodel.model import predict as predict_kernel
+
     hardware = gpu(gpu_id)
     if Path(path).suffix in SOURCE_SUFFIXES:
         _predict_source(Path(path), hardware, kernel, fmt, explain, launch_flags)
@@ -89,14 +120,15 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
 
 
 def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain: bool, flags: dict) -> None:
+    from perfmodel.model import predict as predict_kernel
     from perfmodel.static.source import StaticError, static_kernels
 
-    def progress(stage: str) -> None:  # on a terminal only: errors stay one line on stderr
-        if sys.stderr.isatty():
-            click.echo(f"perfmodel: {stage}", err=True)
-
-    counted = static_kernels(path, hardware.id, kernel=kernel, grid=flags["grid"], block=flags["block"], smem=flags["smem"],
-                             args=flags["arg"], buffers=flags["buffer"], argv=flags["program_arg"], progress=progress)
+    # compile, launch discovery and PTX interpretation take up to tens of seconds: a status
+    # line on a terminal (keet.cli_options.progress), nothing in a pipe or a log
+    with progress("perfmodel predict") as show:
+        counted = static_kernels(path, hardware.id, kernel=kernel, grid=flags["grid"], block=flags["block"], smem=flags["smem"],
+                                 args=flags["arg"], buffers=flags["buffer"], argv=flags["program_arg"], progress=show,
+                                 host_sandbox="require" if flags["require_sandbox"] else "auto")
     results: list[dict] = []
     for item in counted:
         if isinstance(item, StaticError):
@@ -120,17 +152,21 @@ def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain:
 
 def _report(source: str, hardware, results: list[dict], fmt: str, explain: bool = False) -> None:
     if fmt == "json":
-        click.echo(json.dumps({"gpu": hardware.id, "kernels": results}, indent=1, default=str))
+        click.echo(json_text({"gpu": hardware.id, "kernels": results}, indent=1, default=str))
         return
-    click.echo(f"{source} -> {hardware.name}")
+    import textwrap
+
+    width = text_width()
+    fill = lambda text: "\n".join(textwrap.wrap(text, width, subsequent_indent="      ", break_on_hyphens=False))
+    click.echo(fill(f"{terminal(source)} -> {hardware.name}"))
     for r in results:
         if r["predicted_ns"] is None:
-            click.echo(f"  {r['name']}: not predicted: {r['error']}")
+            click.echo(fill(f"  {terminal(r['name'])}: not predicted: {terminal(r['error'])}"))
             continue
         parts = ", ".join(f"{name} {si(ns, 'ns')}" for name, ns in list(r["breakdown"].items())[:4])
         at_least = ">= " if r["lower_bound"] else ""
         launch = f" <<<{tuple(r['grid'])}, {tuple(r['block'])}>>> x{r['launches']}" if "grid" in r else ""
-        click.echo(f"  {r['name']}{launch}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})")
+        click.echo(fill(f"  {terminal(r['name'])}{launch}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})"))
         if explain and "static" in r:
             _explain_static(r["static"])
 
@@ -155,13 +191,18 @@ def _explain_static(static: dict) -> None:
 
 
 @cli.command()
-@click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=MANIFEST, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--manifest", "manifest_option", type=click.Path(dir_okay=False, path_type=Path),
+              help="The zoo's manifest.json (default: profiles/manifest.json in the working directory or a parent, "
+                   "else in the source checkout).")
+@format_option("text", "markdown", "json")
 @click.option("--recount-static", is_flag=True, help="First re-derive every zoo program's work from its source alone "
               "(minutes: compile, launch discovery, PTX interpretation) into profiles/static/zoo_features.json.")
-def validate(manifest: Path, fmt: str, recount_static: bool) -> None:
-    """Model error on the measured zoo, per setting, beside the naive roofline (markdown: the
-    whole of docs/validation.md)."""
+def validate(manifest_option: Path | None, fmt: str, recount_static: bool) -> None:
+    """Model error on the real-world corpus (validation split: the headline; dev split) and the
+    zoo, per setting, beside the naive roofline (text: the summary; markdown: the whole of
+    docs/validation.md, with the static and other-GPU sections)."""
+    # resolved here, not at import: after `pip install .` the zoo is not in the package
+    manifest = manifest_path(manifest_option)
     from perfmodel.validate import (
         STATIC_FEATURES,
         document,
@@ -172,35 +213,109 @@ def validate(manifest: Path, fmt: str, recount_static: bool) -> None:
     )
 
     if recount_static:
-        def progress(gpu_id: str, program: str, result: dict) -> None:
+        def counted_one(gpu_id: str, program: str, result: dict) -> None:
             state = f"{result['seconds']} s" if "seconds" in result else f"not counted: {result['error']}"
             click.echo(f"{gpu_id} {program}: {state}", err=True)
 
-        counted = static_zoo_features(json.loads(manifest.read_text()), manifest.parent, progress=progress)
+        counted = static_zoo_features(json.loads(manifest.read_text()), manifest.parent, progress=counted_one)
         target = manifest.parent / STATIC_FEATURES
         target.parent.mkdir(exist_ok=True)
         target.write_text(json.dumps(counted, indent=1, sort_keys=True) + "\n")
-    if fmt == "json":
+    if fmt == "markdown":
+        with progress("perfmodel validate") as show:
+            text = document(manifest, progress=lambda *stage: show(" ".join(map(str, stage))))
+        click.echo(text, nl=False)
+        return
+    from perfmodel import validate_corpus
+
+    with progress("perfmodel validate") as show:
+        show("reading the zoo's profiles")
         manifest_data = json.loads(manifest.read_text())
         all_rows = rows(manifest_data, zoo_features(manifest_data, manifest.parent))
-        click.echo(json.dumps({"summary": summary(all_rows), "rows": [r.__dict__ for r in all_rows]}, indent=1))
+        corpus = validate_corpus.load_manifest(manifest)
+        corpus_rows = []
+        if corpus is not None:
+            work = validate_corpus.corpus_features(corpus, manifest.parent / "corpus", progress=show)
+            corpus_rows = validate_corpus.corpus_rows(corpus, work)
+    corpus_summary = validate_corpus.corpus_summary(corpus_rows)
+    if fmt == "json":
+        click.echo(json.dumps({"summary": summary(all_rows), "rows": [r.__dict__ for r in all_rows],
+                               "corpus": {"summary": corpus_summary, "rows": [r.__dict__ for r in corpus_rows]}}, indent=1))
     else:
-        click.echo(document(manifest), nl=False)
+        click.echo("\n".join(_validation_text(corpus_summary, summary(all_rows), text_width())))
+
+
+def _validation_text(corpus: list[dict], zoo: list[dict], width: int) -> list[str]:
+    """The error summary for a terminal: the corpus's validation split (the headline), its dev
+    split and the zoo (development), one row per setting, the model's errors beside the naive
+    roofline's; then the zoo's targets and where the whole document is."""
+    import textwrap
+
+    from perfmodel.validate import targets_status
+
+    labelled = [(f"{s['split']}{' >=5us' if s['size'] != 'all' else ''}", s) for s in corpus]
+    labelled += [("zoo (devel.)", s) for s in zoo]
+    heads = ("set", "setting", "kernels", "median", "p90", "signed", "naive")
+    rows = [(label, f"{s['source']}->{s['target']}", str(s["kernels"]), f"{s['median_ape']:.1%}", f"{s['p90_ape']:.1%}",
+             f"{s['median_signed']:+.1%}", f"{s['naive_median_ape']:.1%}") for label, s in labelled]
+    sizes = [max(len(h), *(len(r[c]) for r in rows)) for c, h in enumerate(heads)]
+    line = lambda r: "  " + "  ".join(f"{v:<{sizes[c]}}" if c < 2 else f"{v:>{sizes[c]}}" for c, v in enumerate(r))
+    lines = textwrap.wrap("Model error (absolute percentage error |predicted - measured| / measured; median, p90; median "
+                          "signed error, < 0: too fast) beside the naive roofline's median. The corpus's validation split "
+                          "(PyTorch and library kernels nothing was tuned on) is the headline; its dev split and the zoo "
+                          "are development sets.", width)
+    lines += ["", line(heads), *map(line, rows), "", "Zoo targets:"]
+    for target in targets_status(zoo):
+        lines += textwrap.wrap(target.removeprefix("- "), width, initial_indent="  - ", subsequent_indent="    ")
+    lines += [""] + textwrap.wrap("The whole document (by library, prediction from source, other GPUs, published "
+                                  "measurements): perfmodel validate --format markdown (docs/validation.md).", width)
+    return lines
 
 
 @cli.command()
 @click.argument("calib", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--gpu", "gpu_id", required=True, help="Hardware file to update (see `perfmodel gpus`).")
+@click.option("--hardware-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder of the hardware file to write, <GPU>.toml; the installed file is copied there first if it has "
+                   "none (default: perfmodel/hardware of the source checkout, when perfmodel runs from a writable one).")
 @click.option("--dry-run", is_flag=True, help="Show what would change without writing.")
-def calibrate(calib: Path, gpu_id: str, dry_run: bool) -> None:
+def calibrate(calib: Path, gpu_id: str, hardware_dir: Path | None, dry_run: bool) -> None:
     """Write the parameters a `microbench run` calibration file measured into a GPU's hardware file."""
-    from microbench.calibrate import calibrate as apply_calibration
+    from perfmodel.calibrate import calibrate as apply_calibration
 
-    hardware_dir = Path(__file__).resolve().parent / "hardware"
-    changes = apply_calibration(calib, gpu(gpu_id).id, hardware_dir, dry_run=dry_run)
+    hardware = gpu(gpu_id)
+    hardware_dir = _calibration_target(hardware.id, hardware_dir, dry_run)
+    changes = apply_calibration(calib, hardware.id, hardware_dir, dry_run=dry_run)
     for change in changes:
         old = "unset" if change["old"] is None else f"{change['old']:,.6g}"
         click.echo(f"{'would set' if dry_run else 'set'} {gpu_id}.{change['name']} = {change['new']:,.6g} {change['unit']} (was {old})")
+    if not dry_run:
+        click.echo(f"wrote {hardware_dir / f'{hardware.id}.toml'}")
+
+
+def _calibration_target(gpu_id: str, hardware_dir: Path | None, dry_run: bool) -> Path:
+    """The folder calibrate writes <gpu_id>.toml into. Never the installed package: after
+    `pip install .` it is site-packages, which pip owns (and the next install overwrites)."""
+    installed = Path(__file__).resolve().parent / "hardware"
+    if hardware_dir is None:
+        checkout = writable_source_dir("perfmodel", "hardware")
+        if checkout is not None:
+            return checkout
+        if dry_run:  # reads only: the installed file is the one perfmodel predicts with
+            return installed
+        raise KeetError("perfmodel is not running from a writable source checkout, so there is no perfmodel/hardware to "
+                        "update: pass --hardware-dir DIR (the calibrated file goes there; copy it into a checkout's "
+                        "perfmodel/hardware to predict with it)")
+    target = hardware_dir / f"{gpu_id}.toml"
+    if not target.exists():
+        if dry_run:  # compare against the installed file without creating anything
+            return installed
+        try:
+            hardware_dir.mkdir(parents=True, exist_ok=True)
+            target.write_text((installed / f"{gpu_id}.toml").read_text())
+        except OSError as exc:
+            raise KeetError(f"{target}: cannot write: {exc.strerror}") from None
+    return hardware_dir
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from keet.canonical import names_in, vocabulary
 from keet.profile import Kernel, Profile
+from perfmodel.hardware import SECTOR_BYTES, assumed_isa, isa
 
 # Canonical work counts the model may read (feature name -> canonical metric).
 WORK_COUNTS = {
@@ -164,14 +165,10 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
 # "AMD profiles as input", lists every conversion with its source.
 
 # Bytes of one L2 (TCC) read request, one vector-L1 (TCP) to L2 read request and one write
-# request, by gfx arch. gfx908 (MI100) moves 64 B lines; gfx90a (MI200) has a 64 B vL1D line and
-# 128 B L2 lines; gfx94x/gfx950 (MI300, MI350) 128 B lines in both; writes go as 64 B requests
-# (TCC_EA*_WRREQ_64B equals TCC_EA*_WRREQ in every real profile of tests/data/rocprof). Checked
-# on the vecCopy workloads there: 8 MiB read = TCP_TCC_READ_REQ x line = TCC_READ x request.
-AMD_L2_READ_REQUEST_BYTES = {"gfx908": 64, "gfx90a": 128, "gfx940": 128, "gfx941": 128, "gfx942": 128, "gfx950": 128}
-AMD_L1_LINE_BYTES = {"gfx908": 64, "gfx90a": 64, "gfx940": 128, "gfx941": 128, "gfx942": 128, "gfx950": 128}
-AMD_WRITE_REQUEST_BYTES = 64
-L2_SECTOR_BYTES = 32
+# request come from the gfx arch's ISA file (perfmodel/hardware/isa/gfx*.toml: gfx908 (MI100)
+# moves 64 B lines; gfx90a (MI200) has a 64 B vL1D line and 128 B L2 lines; gfx94x/gfx950 128 B
+# lines in both; writes go as 64 B requests). Checked on the vecCopy workloads of
+# tests/data/rocprof: 8 MiB read = TCP_TCC_READ_REQ x line = TCC_READ x request.
 # An LDS instruction of a full wavefront at 4 bytes per lane moves 256 B: two 128 B passes of the
 # 32-bank LDS, the unit of the model's shared-memory wavefronts (128 B).
 AMD_LDS_PASSES_PER_INSTRUCTION = 2
@@ -235,17 +232,21 @@ def amd_work(raw: dict[str, tuple[float, str]], arch: str | None) -> tuple[dict[
         return sum(found) if found else None
 
     counts: dict[str, float] = {}
-    read_request, line = AMD_L2_READ_REQUEST_BYTES.get(arch or ""), AMD_L1_LINE_BYTES.get(arch or "")
+    facts = isa(arch)
+    read_request = facts.value("l2_read_request_bytes") if facts is not None else None
+    line = facts.value("l1_line_bytes") if facts is not None else None
+    # writes go as 64 B requests on every CDNA arch; an unnamed arch takes the assumed one's
+    write_request = (facts if facts is not None and facts.value("write_request_bytes") else assumed_isa("amd")).require("write_request_bytes")
     if read_request and (reads := get("TCC_READ_sum")) is not None:
-        counts["l2_sectors_read"] = reads * read_request / L2_SECTOR_BYTES
+        counts["l2_sectors_read"] = reads * read_request / SECTOR_BYTES
     if (writes := get("TCC_WRITE_sum")) is not None:
-        counts["l2_sectors_write"] = writes * AMD_WRITE_REQUEST_BYTES / L2_SECTOR_BYTES
+        counts["l2_sectors_write"] = writes * write_request / SECTOR_BYTES
     if (atomics := get("TCC_ATOMIC_sum")) is not None:
         counts["l2_sectors_atomic"] = atomics
     if line and (reads := get("TCP_TCC_READ_REQ_sum")) is not None:
         counts["l1_to_l2_read_bytes"] = reads * line
     if (writes := get("TCP_TCC_WRITE_REQ_sum")) is not None:
-        counts["l1_to_l2_write_bytes"] = writes * AMD_WRITE_REQUEST_BYTES
+        counts["l1_to_l2_write_bytes"] = writes * write_request
     for feature, instructions, wavefronts in (
             ("global_load_requests", "SQ_INSTS_VMEM_RD", ("TA_FLAT_READ_WAVEFRONTS_sum", "TA_BUFFER_READ_WAVEFRONTS_sum")),
             ("global_store_requests", "SQ_INSTS_VMEM_WR", ("TA_FLAT_WRITE_WAVEFRONTS_sum", "TA_BUFFER_WRITE_WAVEFRONTS_sum")),
@@ -333,6 +334,8 @@ def amd_features(profile: Profile, kernel: Kernel) -> KernelFeatures:
     if kernel.grid is None or kernel.block is None:
         raise ValueError(f"{kernel.name}: the profile has no launch configuration")
     wave = kernel.attributes.get("wave_size") or (raw.get("Wave_Size") or (None,))[0]
+    if not isinstance(wave, (int, float)) or not 0 < wave <= 1024:  # a damaged cell: CDNA's 64 below
+        wave = None
     device = profile.devices.get(kernel.device_id, profile.device)
     return KernelFeatures(
         name=kernel.name,

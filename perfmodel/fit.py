@@ -1,5 +1,5 @@
 """Model parameters fitted from a calibration file's raw measurements (microbench/runner.py
-output), on top of the parameters the runner derives itself.
+output), on top of the parameters the runner derives itself. Used by perfmodel.calibrate.
 
 - dram_read_bytes_per_s / dram_write_bytes_per_s: the read-only and write-only streams,
   measured separately because HBM turns its bus around between reads and writes;
@@ -19,7 +19,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from microbench.runner import accepted
+from keet.measurements import accepted
 from perfmodel.hardware import GPU
 
 EXPONENT_RANGE = (1.0, 16.0)  # 1: no overlap (the sum); 16: indistinguishable from the maximum

@@ -13,14 +13,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from numbers import Real
 
 from perfmodel import occupancy
 from perfmodel.features import KernelFeatures
-from perfmodel.hardware import GPU
+from perfmodel.hardware import GPU, SECTOR_BYTES, SHARED_WAVEFRONT_BYTES
 from perfmodel.retarget import retarget, source_gpu
 
-SECTOR_BYTES = 32
-SHARED_WAVEFRONT_BYTES = 128
 # Launches measured on our GPUs cost 3-4 us (microbench launch suite); without a measured launch
 # cost the floor is unknown, which matters only for kernels predicted near that scale.
 UNMEASURED_LAUNCH_MATTERS_NS = 10_000.0
@@ -122,12 +121,42 @@ def combine(sm_side: float, memory_side: float, exponent: float | None) -> float
     of our microbenchmarks (p -> infinity is perfect overlap: the larger of the two)."""
     if not exponent or sm_side <= 0 or memory_side <= 0:
         return max(sm_side, memory_side)
-    return float((sm_side**exponent + memory_side**exponent) ** (1.0 / exponent))
+    # Scaled by the larger side: the same norm, but t^p cannot overflow for a huge t.
+    larger = max(sm_side, memory_side)
+    return float(larger * ((sm_side / larger) ** exponent + (memory_side / larger) ** exponent) ** (1.0 / exponent))
+
+
+def check_work(work: KernelFeatures) -> None:
+    """Refuse work no kernel can have (ValueError, which callers report as "not predicted"):
+    a grid or block with no thread, negative resources, or a count that is negative, infinite
+    or NaN. Readers drop such values (docs/ingest.md); features built by hand or by the static
+    path get the same answer instead of a ZeroDivisionError deep in the model."""
+    def at_least(value: object, low: float) -> bool:
+        return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value) and value >= low
+
+    if not at_least(work.grid_blocks, 1):
+        raise ValueError(f"{work.name}: a grid of {work.grid_blocks} blocks launches nothing")
+    if not at_least(work.threads_per_block, 1):
+        raise ValueError(f"{work.name}: a block of {work.threads_per_block} threads launches nothing")
+    for label, value in (("registers per thread", work.registers_per_thread), ("shared bytes per block", work.shared_bytes_per_block)):
+        if value is not None and not at_least(value, 0):
+            raise ValueError(f"{work.name}: {label} is {value}")
+    tables = {"counts": work.counts, "warp_instructions_by_pipe": work.warp_instructions_by_pipe, "flops": work.flops,
+              "tensor_instructions": work.tensor_instructions, "barriers": {"barriers": work.barriers or 0.0}}
+    for table, values in tables.items():
+        for key, value in values.items():
+            if not at_least(value, 0):
+                raise ValueError(f"{work.name}: {table} {key} is {value}, not a finite count")
 
 
 def predict(gpu: GPU, work: KernelFeatures) -> Prediction:
     """Predicted time of the work on `gpu`; work counted on another GPU is retargeted first
-    (perfmodel/retarget.py) and the notes say how."""
+    (perfmodel/retarget.py) and the notes say how.
+
+    Raises ValueError when the work is impossible (:func:`check_work`), the launch cannot
+    run on `gpu`, or the counts are too large for a finite time.
+    """
+    check_work(work)
     notes: list[str] = []
     source = source_gpu(work)
     if source is not None and source.id != gpu.id:
@@ -234,6 +263,8 @@ def predict(gpu: GPU, work: KernelFeatures) -> Prediction:
     if missing:
         notes.append(f"{gpu.id} has no parameter for: {', '.join(missing)}; those limits are left out, so the "
                      "prediction is a lower bound")
+    if not math.isfinite(predicted_ns):
+        raise ValueError(f"{work.name}: the work counts are too large for a finite time on {gpu.id}")
     return Prediction(
         gpu=gpu.id,
         name=work.name,

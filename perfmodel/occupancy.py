@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Real
 
 from perfmodel.hardware import GPU
 
@@ -47,9 +48,21 @@ def _round_up(value: float, unit: float) -> float:
     return math.ceil(value / unit) * unit
 
 
+def _check_launch(threads_per_block: float, **resources: float) -> None:
+    """A ValueError for a launch no GPU runs: no thread in a block, or a negative, infinite or
+    NaN resource (which would otherwise surface as a ZeroDivisionError or an OverflowError)."""
+    if isinstance(threads_per_block, bool) or not (isinstance(threads_per_block, Real) and math.isfinite(threads_per_block)
+                                                   and threads_per_block >= 1):
+        raise ValueError(f"a block of {threads_per_block} threads launches nothing")
+    for name, value in resources.items():
+        if isinstance(value, bool) or not (isinstance(value, Real) and math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name.replace('_', ' ')} is {value}, not a finite non-negative number")
+
+
 def nvidia(gpu: GPU, threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int,
            shared_carveout_bytes: int | None = None) -> Occupancy:
     """Blocks per SM on an NVIDIA GPU; ``shared_carveout_bytes`` defaults to the largest carve-out."""
+    _check_launch(threads_per_block, registers_per_thread=registers_per_thread, shared_bytes_per_block=shared_bytes_per_block)
     warp = int(gpu.require("warp_size"))
     max_warps = int(gpu.require("max_warps_per_sm"))
     warps_per_block = math.ceil(threads_per_block / warp)
@@ -76,6 +89,8 @@ def nvidia(gpu: GPU, threads_per_block: int, registers_per_thread: int, shared_b
 def amd_cdna(gpu: GPU, threads_per_block: int, vgprs_per_thread: int, lds_bytes_per_block: int,
              sgprs_per_wave: int = 0, agprs_per_thread: int = 0) -> Occupancy:
     """Workgroups per CU on CDNA2/CDNA3: wave slots, the unified VGPR+AGPR file, SGPRs, LDS."""
+    _check_launch(threads_per_block, vgprs_per_thread=vgprs_per_thread, lds_bytes_per_block=lds_bytes_per_block,
+                  sgprs_per_wave=sgprs_per_wave, agprs_per_thread=agprs_per_thread)
     wave = int(gpu.require("warp_size"))
     simds = int(gpu.require("schedulers_per_sm"))
     max_waves = int(gpu.require("max_warps_per_sm"))

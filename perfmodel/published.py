@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from perfmodel.features import KernelFeatures
+from perfmodel.hardware import SECTOR_BYTES, gpu_ids_in_listing_order
 
 # metric -> unit, the zoo program it is compared with, and the work that turns time into the metric.
 METRICS: dict[str, dict[str, str]] = {
@@ -34,8 +35,6 @@ METRICS: dict[str, dict[str, str]] = {
     "fp16_tensor_gemm_throughput": {"unit": "TFLOP/s", "program": "gemm_wmma", "work": "tensor_flops",
                                     "label": "FP16 tensor-core GEMM throughput"},
 }
-GPU_ORDER = ("h100", "h200", "b200", "a100", "mi300a", "mi300x", "mi250x")
-SECTOR_BYTES = 32
 
 
 @dataclass(frozen=True)
@@ -146,7 +145,8 @@ def comparison_rows(predictions: Mapping[tuple[str, str], float], work: Mapping[
                         _metric_value(gap.metric, work.get(program, {}), predictions.get((program, gap.gpu))),
                         None, "none found", "", f"searched: {gap.searched}"))
     metric_order = list(METRICS)
-    rows.sort(key=lambda r: (metric_order.index(r.metric), GPU_ORDER.index(r.gpu) if r.gpu in GPU_ORDER else 99,
+    gpu_order = gpu_ids_in_listing_order()
+    rows.sort(key=lambda r: (metric_order.index(r.metric), gpu_order.index(r.gpu) if r.gpu in gpu_order else 99,
                              r.published is None))
     return rows
 

@@ -25,9 +25,7 @@ from dataclasses import replace
 from keet.errors import KeetError
 from perfmodel import occupancy
 from perfmodel.features import KernelFeatures
-from perfmodel.hardware import GPU, Param, gpu, gpu_id_for_device_name
-
-SECTOR_BYTES = 32
+from perfmodel.hardware import GPU, SECTOR_BYTES, Param, gpu, gpu_id_for_device_name
 
 # Warp-level counts: one per warp (wavefront) instruction, whatever its active lanes.
 WARP_LEVEL_COUNTS = ("instructions", "global_load_requests", "global_store_requests", "global_atomic_instructions")

@@ -17,41 +17,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from keet.ingest import load_profile
 from perfmodel.features import KernelFeatures, features, raw_metrics
 from perfmodel.hardware import gpu
 from perfmodel.model import predict
+from perfmodel.validate import Row, error_stats, naive_roofline_ns
 
 CORPUS_MANIFEST = "corpus/manifest.json"  # beside the zoo manifest
 SETTINGS = (("h100", "h100"), ("h200", "h200"), ("h100", "h200"), ("h200", "h100"))
-SHORT_NS = 5_000.0  # the targets of issue 20 treat kernels under 5 us apart
+SHORT_NS = 5_000.0  # kernels under 5 us are reported apart: launch and ramp dominate them
 
 
 @dataclass
-class CorpusRow:
-    kernel: str  # corpus id: case#ordinal
+class CorpusRow(Row):
+    """A Row whose program is the corpus case, its kernel the corpus id (case#ordinal)."""
+
     split: str
     library: str
-    source: str  # GPU the profile came from
-    target: str  # GPU predicted
-    measured_ns: float
-    predicted_ns: float
-    bound: str
-    naive_ns: float
-
-    @property
-    def error(self) -> float:
-        return abs(self.predicted_ns - self.measured_ns) / self.measured_ns
-
-    @property
-    def signed_error(self) -> float:
-        return (self.predicted_ns - self.measured_ns) / self.measured_ns
-
-    @property
-    def naive_error(self) -> float:
-        return abs(self.naive_ns - self.measured_ns) / self.measured_ns
 
 
 def load_manifest(zoo_manifest: Path) -> dict | None:
@@ -82,8 +64,6 @@ def corpus_features(manifest: dict, root: Path, progress: Callable[[str], None] 
 
 
 def corpus_rows(manifest: dict, work: dict[str, dict[str, KernelFeatures | str]]) -> list[CorpusRow]:
-    from perfmodel.validate import naive_roofline_ns
-
     rows = []
     for source, target in SETTINGS:
         if source not in work:
@@ -100,23 +80,14 @@ def corpus_rows(manifest: dict, work: dict[str, dict[str, KernelFeatures | str]]
                 prediction = predict(hardware, kernel_work)
             except ValueError:
                 continue
-            rows.append(CorpusRow(entry["id"], entry["split"], entry["library"], source, target, measured["isolated_ns"],
-                                  prediction.predicted_ns, prediction.bound, naive_roofline_ns(hardware, kernel_work)))
+            rows.append(CorpusRow(entry["case"], entry["id"], source, target, measured["isolated_ns"], prediction.predicted_ns,
+                                  prediction.bound, naive_roofline_ns(hardware, kernel_work), entry["split"], entry["library"]))
     return rows
 
 
 def launched_differently(entry: dict) -> bool:
     """Whether the call launched another kernel or configuration on one of the GPUs."""
     return any("launch" in m or "cupti_name" in m for m in entry["measured"].values())
-
-
-def _stats(chosen: list[CorpusRow]) -> dict:
-    errors = np.array([r.error for r in chosen])
-    signed = np.array([r.signed_error for r in chosen])
-    naive = np.array([r.naive_error for r in chosen])
-    return {"kernels": len(chosen), "median_ape": float(np.median(errors)), "p90_ape": float(np.percentile(errors, 90)),
-            "median_signed": float(np.median(signed)), "naive_median_ape": float(np.median(naive)),
-            "naive_p90_ape": float(np.percentile(naive, 90))}
 
 
 def corpus_summary(rows: list[CorpusRow]) -> list[dict]:
@@ -128,7 +99,7 @@ def corpus_summary(rows: list[CorpusRow]) -> list[dict]:
                 chosen = [r for r in rows if r.split == split and r.source == source and r.target == target and keep(r)]
                 if chosen:
                     out.append({"split": split, "setting": f"{source} profile -> {target}", "source": source,
-                                "target": target, "size": size, **_stats(chosen)})
+                                "target": target, "size": size, **error_stats(chosen)})
     return out
 
 
@@ -143,8 +114,7 @@ def summary_table(summaries: list[dict], zoo: list[dict]) -> list[str]:
         if s["split"] == "dev":
             lines.append(_summary_line(f"corpus dev ({s['size']})", s))
     for s in zoo:
-        lines.append(f"| zoo (development) | {s['setting']} | {s['kernels']} | {s['median_ape']:.1%} | {s['p90_ape']:.1%} | "
-                     f"- | {s['naive_median_ape']:.1%} | {s['naive_p90_ape']:.1%} |")
+        lines.append(_summary_line("zoo (development)", s))
     return lines
 
 
@@ -159,7 +129,7 @@ def by_library_table(rows: list[CorpusRow]) -> list[str]:
     lines = ["| library | kernels | median APE | median signed error |", "|---|---|---|---|"]
     chosen = [r for r in rows if r.split == "validation" and r.source == r.target == "h100"]
     for library in sorted({r.library for r in chosen}):
-        s = _stats([r for r in chosen if r.library == library])
+        s = error_stats([r for r in chosen if r.library == library])
         lines.append(f"| {library} | {s['kernels']} | {s['median_ape']:.1%} | {s['median_signed']:+.1%} |")
     return lines
 

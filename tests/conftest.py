@@ -58,7 +58,7 @@ def missing_toolchain() -> Callable[[str], None]:
 def nvcc() -> str:
     """An nvcc ($NVCC, PATH, /usr/local/cuda or the PyPI wheel of the `test` extra)."""
     from keet.errors import KeetError
-    from microbench.runner import find_nvcc
+    from keet.toolchain import find_nvcc
 
     try:
         return find_nvcc(None)
@@ -68,34 +68,58 @@ def nvcc() -> str:
 
 # ---------------------------------------------------------------- headless Chromium (report tests)
 REQUIRE_BROWSER = os.environ.get("KEET_REQUIRE_BROWSER") == "1"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--disable-quic", "--no-first-run"]
-
-
-def _install_chromium() -> str | None:
-    """Debian's chromium, installed with apt-get where the tests run as root (CI and a fresh
-    developer machine); None where that is not possible."""
-    import shutil
-    import subprocess
-
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found or os.geteuid() != 0 or not shutil.which("apt-get"):
-        return found
-    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]):
-        if subprocess.run(command, check=False, env=environment, capture_output=True, timeout=900).returncode != 0:
-            return None
-    return shutil.which("chromium")
 
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    """Path of a headless-capable Chromium, installed by the test setup when missing; skips
-    where it cannot be had, and fails instead where KEET_REQUIRE_BROWSER=1 (.ci/run sets it)."""
-    path = _install_chromium()
+    """Path of Debian's headless Chromium. Tests install nothing: .ci/install-system-packages
+    does (the README's full test command runs it). Skips where it is missing, and fails
+    instead where KEET_REQUIRE_BROWSER=1 (.ci/run sets it)."""
+    import shutil
+
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
     if path is None:
-        reason = "no Chromium, and apt-get could not install the Debian package"
+        reason = "no Chromium on PATH (bash .ci/install-system-packages installs Debian's)"
         if REQUIRE_BROWSER:
             pytest.fail(f"{reason} (KEET_REQUIRE_BROWSER=1)")
         pytest.skip(reason)
     return path
+
+
+# ---------------------------------------------------------------- test tiers (markers in pyproject.toml)
+# A test that uses one of these fixtures belongs to the tier named beside it, and must say so
+# with the marker: the default run leaves those tiers out, so an unmarked compile or browser
+# test would make it slow, or fail on a machine without the system packages.
+TIER_OF_FIXTURE = {"nvcc": "toolchain", "missing_toolchain": "toolchain", "chromium": "browser"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects anything: every collected test is checked
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = sorted({f"{item.nodeid.split('[')[0]} uses the {fixture} fixture: mark it @pytest.mark.{tier}"
+                       for item in items for fixture, tier in TIER_OF_FIXTURE.items()
+                       if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(tier) is None})
+    if unmarked:
+        raise pytest.UsageError("tests outside their tier:\n  " + "\n  ".join(unmarked))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    expression = config.getoption("markexpr")
+    selected = f"-m {expression!r}" if expression else "every tier (-m '')"
+    return f"tiers: {selected}; markers slow, toolchain, browser, llm_local (pyproject.toml)"
+
+
+# ---------------------------------------------------------------- bubblewrap (keet.sandbox)
+REQUIRE_SANDBOX = os.environ.get("KEET_REQUIRE_SANDBOX") == "1"
+
+
+@pytest.fixture(scope="session")
+def sandbox_required() -> None:
+    """Skip a test that runs code in keet's bubblewrap sandbox where bwrap is missing or cannot
+    create namespaces; fail instead where KEET_REQUIRE_SANDBOX=1 (CI must test the sandbox)."""
+    from keet.sandbox import sandbox_problem
+
+    problem = sandbox_problem()
+    if problem:
+        if REQUIRE_SANDBOX:
+            pytest.fail(f"{problem} (KEET_REQUIRE_SANDBOX=1: the sandbox must be available)")
+        pytest.skip(f"no sandbox on this machine: {problem}")

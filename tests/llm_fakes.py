@@ -99,3 +99,78 @@ def answer_from(seen: dict[str, dict], invented: str) -> str:
     if "predicted_ns" in prediction:
         lines.append(f"The model predicts {prediction['predicted_ns'] / 1000:.1f} us on {prediction['gpu'].upper()}.")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- a real endpoint on 127.0.0.1
+
+
+def completion(message: dict[str, Any], finish: str = "stop") -> dict[str, Any]:
+    """A chat completion as the OpenAI API sends it."""
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "local-fake",
+            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}}
+
+
+class LocalLLMServer:
+    """An HTTP server on 127.0.0.1 (a thread of the test process) whose every POST is answered
+    by ``behaviour(handler, number)``: a real socket, so that slow, dripping, huge and broken
+    replies reach the client as a real server would send them. Each request is recorded
+    (path, headers, JSON body). ``stopping`` is set when the server closes: a behaviour that
+    drips must check it, so that no handler outlives its test."""
+
+    def __init__(self, behaviour: Callable[[Any, int], None]) -> None:
+        import http.server
+        import threading
+
+        owner = self
+        self.behaviour = behaviour
+        self.requests: list[dict[str, Any]] = []
+        self.stopping = threading.Event()
+        self.handlers_done = threading.Event()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length)
+                owner.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                       "body": json.loads(body or b"{}")})
+                self.stopping = owner.stopping
+                try:
+                    owner.behaviour(self, len(owner.requests))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up, as it should
+                finally:
+                    owner.handlers_done.set()
+
+            def log_message(self, *args: Any) -> None:  # quiet: pytest shows stderr of failing tests
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False  # a dripping handler must not hold up the test's end
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> LocalLLMServer:  # noqa: PYI034 - the class is final
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def send_json(handler: Any, payload: Any, status: int = 200) -> None:
+    send_bytes(handler, json.dumps(payload).encode(), status)
+
+
+def send_bytes(handler: Any, body: bytes, status: int = 200, content_type: str = "application/json") -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)

@@ -62,7 +62,7 @@ def test_explain_text_and_markdown():
     text = keet("explain", V100, "--kernel", "3")
     assert text.returncode == 0 and "compute_tendencies_x_309_gpu" in text.stdout and "28.5% of GPU time" in text.stdout
     markdown = keet("explain", RTX3070, "--format", "markdown")
-    assert markdown.stdout.startswith("# ") and "## [0] VecAdd_kernel" in markdown.stdout
+    assert markdown.stdout.startswith("# ") and "## [0] `VecAdd_kernel`" in markdown.stdout
 
 
 def written(name: str, content: bytes):

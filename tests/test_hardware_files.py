@@ -17,8 +17,9 @@ HARDWARE = Path(__file__).resolve().parent.parent / "perfmodel" / "hardware"
 
 GPU_IDS = ("h100", "h200", "b200", "a100", "mi300a", "mi300x", "mi250x")
 SOURCES = {"vendor", "microbenchmark", "publication", "derived"}
-GPU_KEYS_NVIDIA = {"id", "name", "vendor", "arch", "compute_capability"}
-GPU_KEYS_AMD = {"id", "name", "vendor", "arch"}
+GPU_KEYS_NVIDIA = {"id", "name", "vendor", "arch", "compute_capability", "build_target", "listing_order"}
+GPU_KEYS_AMD = {"id", "name", "vendor", "arch", "build_target", "listing_order"}
+GPU_KEYS_OPTIONAL = {"reference"}  # h100: the GPU of the zoo's reference profiles
 PARAM_KEYS_REQUIRED = {"value", "unit", "source", "ref"}
 PARAM_KEYS_ALLOWED = PARAM_KEYS_REQUIRED | {"note"}
 
@@ -103,16 +104,18 @@ def test_every_gpu_has_a_file_and_no_stray_files():
 @pytest.mark.parametrize("gpu_id", GPU_IDS)
 def test_gpu_table(gpu_id):
     data = load(gpu_id)
-    assert set(data) == {"gpu", "params"}
+    assert set(data) == {"gpu", "identify", "params"}
     head = data["gpu"]
+    assert data["identify"]["device_patterns"], "a profile's device must be recognisable"
+    assert head["build_target"].startswith(head["arch"]), "sm_90 builds sm_90 or sm_90a, gfx942 builds gfx942"
     assert head["id"] == gpu_id
     assert head["vendor"] in ("nvidia", "amd")
     assert isinstance(head["name"], str) and head["name"].strip()
     if head["vendor"] == "nvidia":
-        assert set(head) == GPU_KEYS_NVIDIA
+        assert set(head) - GPU_KEYS_OPTIONAL == GPU_KEYS_NVIDIA
         assert head["arch"] == ARCH_OF_CC[head["compute_capability"]]
     else:
-        assert set(head) == GPU_KEYS_AMD, "compute_capability is NVIDIA-only"
+        assert set(head) - GPU_KEYS_OPTIONAL == GPU_KEYS_AMD, "compute_capability is NVIDIA-only"
         assert head["arch"] in AMD_ARCHS
 
 

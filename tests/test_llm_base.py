@@ -149,7 +149,8 @@ def test_llm_without_the_extra_is_one_line_and_exit_2() -> None:
     result = _run_keet(["explain", str(SGEMM), "--llm", "--model", "m"], {"OPENAI_API_KEY": "sk-hidden-key"},
                        block + "sys.argv = ['keet', *sys.argv[1:]]; from keet.cli import main; main()")
     assert result.returncode == 2
-    assert result.stderr.strip().count("\n") == 0 and "pip install 'keet[llm]'" in result.stderr
+    # the README's install command, word for word
+    assert result.stderr.strip().count("\n") == 0 and "pip install -c constraints.txt -e '.[llm]'" in result.stderr
     assert "Traceback" not in result.stderr and "sk-hidden-key" not in result.stdout + result.stderr
 
 

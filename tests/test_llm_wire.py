@@ -1,12 +1,11 @@
 """Tier 2: the real ChatOpenAI and openai client speaking the OpenAI wire format to canned
 responses through httpx.MockTransport: tool calls, max_tokens in the body, the key in the
-header only, and failing endpoints as one-line errors that come quickly."""
+header only, and failing endpoints as one-line errors after one request (no retry, no backoff)."""
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -71,12 +70,17 @@ def request_path_ok(body: dict) -> bool:
     (lambda request: httpx.Response(404, json={"error": {"message": "no such model"}}), "has no model 'wire-model'"),
 ])
 def test_failing_endpoint_is_one_line_error(respond, message: str) -> None:
-    client = httpx.Client(transport=httpx.MockTransport(respond))
-    started = time.monotonic()
+    requests: list[httpx.Request] = []
+
+    def endpoint(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return respond(request)
+
+    client = httpx.Client(transport=httpx.MockTransport(endpoint))
     with pytest.raises(LLMError) as error:
         explain_with_llm(load_profile(SGEMM), settings=SETTINGS, http_client=client)
     assert message in str(error.value) and "\n" not in str(error.value) and KEY not in str(error.value)
-    assert time.monotonic() - started < 10
+    assert len(requests) == 1  # retries=0: the error comes at once, not after retries with backoff
 
 
 def test_timeout_is_one_line_error() -> None:
@@ -88,15 +92,14 @@ def test_timeout_is_one_line_error() -> None:
         explain_with_llm(load_profile(SGEMM), settings=SETTINGS, http_client=client)
 
 
-def test_cli_against_an_unreachable_endpoint_exits_2_with_one_line_quickly() -> None:
+@pytest.mark.slow  # a fresh interpreter loads langchain: about 6 s on 2 cores
+def test_cli_against_an_unreachable_endpoint_exits_2_with_one_line() -> None:
     import subprocess
     import sys
 
-    started = time.monotonic()
     result = subprocess.run([sys.executable, "-c", "from keet.cli import main; main()", "explain", str(SGEMM), "--llm", "--model", "m",
                              "--base-url", "http://127.0.0.1:9/v1", "--timeout", "3"],
                             capture_output=True, text=True, check=False, env={**os.environ, "OPENAI_API_KEY": KEY, "KEET_DEBUG": ""}, timeout=60)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("keet: error: cannot reach the LLM endpoint http://127.0.0.1:9/v1")
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr and KEY not in result.stderr
-    assert time.monotonic() - started < 15

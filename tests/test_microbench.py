@@ -14,7 +14,7 @@ import pytest
 
 from keet.errors import KeetError
 from microbench import runner
-from microbench.calibrate import calibrate, gpu_names_match, remove_table
+from perfmodel.calibrate import calibrate, gpu_names_match, remove_table
 
 ROOT = Path(__file__).resolve().parents[1]
 HARDWARE = ROOT / "perfmodel" / "hardware"
@@ -442,6 +442,7 @@ def test_run_suite_skips_blackwell_programs_on_hopper(tmp_path, monkeypatch, cap
 
     monkeypatch.setattr(runner, "build", fake_build)
     monkeypatch.setattr(runner, "_run", fake_run)
+    monkeypatch.setattr(runner.sys.stderr, "isatty", lambda: True)  # progress is printed for a terminal only
     doc = runner.run_suite(tmp_path / "calib.json", "barrier,pipes,tcgen05")
     assert sorted(built) == [("barrier", "sm_90a"), ("pipes", "sm_90a")]
     assert "10.x" in doc["skipped"]["tcgen05"] and "9.0" in doc["skipped"]["tcgen05"]

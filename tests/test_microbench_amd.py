@@ -15,7 +15,7 @@ import pytest
 
 from keet.errors import KeetError
 from microbench import amd, runner
-from microbench.calibrate import calibrate
+from perfmodel.calibrate import calibrate
 
 ROOT = Path(__file__).resolve().parents[1]
 HARDWARE = ROOT / "perfmodel" / "hardware"

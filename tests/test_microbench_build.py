@@ -85,6 +85,7 @@ def test_there_are_cuda_programs():
     assert all(cuda_arch(s) == "sm_90a" for s in CUDA_SOURCES if s.parent == CUDA_DIR and "sm100" not in s.stem)
 
 
+@pytest.mark.toolchain
 @pytest.mark.parametrize("src", CUDA_SOURCES, ids=[str(s.relative_to(CUDA_DIR)) for s in CUDA_SOURCES])
 def test_cuda_program_compiles(src: Path, cuda_builds: dict, missing_toolchain):
     if "missing" in cuda_builds:
@@ -126,6 +127,7 @@ def test_there_are_hip_programs_and_each_is_a_suite():
     assert (HIP_DIR / "mb_hip.h").is_file()
 
 
+@pytest.mark.toolchain
 @pytest.mark.parametrize("arch", HIP_ARCHS)
 @pytest.mark.parametrize("src", HIP_SOURCES, ids=[s.name for s in HIP_SOURCES])
 def test_hip_program_compiles(src: Path, arch: str, hip_builds: dict, missing_toolchain):
@@ -137,6 +139,7 @@ def test_hip_program_compiles(src: Path, arch: str, hip_builds: dict, missing_to
     assert result["exe"].is_file() and result["exe"].stat().st_size > 0
 
 
+@pytest.mark.toolchain
 @pytest.mark.parametrize("arch", HIP_ARCHS)
 def test_hip_build_only_run_end_to_end(arch: str, tmp_path: Path, hip_builds: dict, missing_toolchain):
     """`microbench run --build-only --backend hip --arch ...` as a user runs it (one small program)."""

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from keet import Profile, ProfileError, load_profile
 from keet.ingest import detect
-from keet.ingest.ncu_csv import NcuCsvDetailsReader, NcuCsvRawReader, function_base_name
+from keet.ingest.ncu_csv import NcuCsvDetailsReader, NcuCsvRawReader
+from keet.names import function_base_name
 
 H100 = "h100_details_metrics_with_stdout.csv"
 SM75 = "sm75_details_rules_copy_blocked.csv"

@@ -1,7 +1,8 @@
 """The loop with the llm strategy, end to end on this machine without a GPU: a scripted fake
 chat model (named as a fake: it stands in for an endpoint) answers in the ways real models
 fail, and each failure must be caught at its stage and recorded in the run folder. The
-baseline is explained from the recorded H100 profile; real nvcc (the test extra's) builds."""
+baseline is explained from the recorded H100 profile; real nvcc (the test extra's) builds, in
+keet's bubblewrap sandbox (model-written code never builds outside it)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ if os.environ.get("KEET_REQUIRE_LLM") != "1":
 
 from keet.optimize.loop import Loop
 from keet.optimize.problem import load_problem
+
+pytestmark = pytest.mark.toolchain  # every test builds candidates with nvcc
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSPOSE = ROOT / "profiles" / "optimize" / "transpose"
@@ -43,7 +46,7 @@ class ScriptedFakeChat:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory, nvcc: str) -> tuple[dict, Path, ScriptedFakeChat]:
+def run(tmp_path_factory: pytest.TempPathFactory, nvcc: str, sandbox_required: None) -> tuple[dict, Path, ScriptedFakeChat]:
     out = tmp_path_factory.mktemp("llm-run")
     chat = ScriptedFakeChat(REPLIES)
     loop = Loop(load_problem(TRANSPOSE / "problem.toml"), TRANSPOSE / "kernel.cu", TRANSPOSE / "reference.cu", out, strategy="llm",

@@ -12,13 +12,13 @@ import pytest
 
 from keet.optimize.harness import FILL_BYTE, GUARD_BYTES, CaseOutput, HarnessRun
 from keet.optimize.problem import generate_input, load_problem
-from keet.optimize.sandbox import SandboxResult
 from keet.optimize.stages import (
     check_correctness,
     first_failure,
     static_scan,
     strip_comments,
 )
+from keet.sandbox import SandboxResult
 
 DATA = Path(__file__).parent / "data" / "optimize"
 PLANTED = DATA / "planted"

@@ -46,6 +46,7 @@ def test_predict_errors_are_one_line(args, problem):
     assert result.returncode == 2 and problem in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # the whole zoo, every setting
 def test_validate_reports_every_setting_with_the_naive_baseline():
     result = perfmodel("validate", "--format", "json")
     assert result.returncode == 0, result.stderr
@@ -56,6 +57,7 @@ def test_validate_reports_every_setting_with_the_naive_baseline():
         assert setting["median_ape"] < setting["naive_median_ape"]
 
 
+@pytest.mark.slow  # the whole zoo, every setting
 def test_validation_document_is_what_perfmodel_validate_writes():
     """docs/validation.md is generated; regenerate it with `perfmodel validate > docs/validation.md`."""
     from perfmodel.validate import document

@@ -29,6 +29,8 @@ import pytest
 from perfmodel.static.interpreter import Pointer, count_work
 from perfmodel.static.ptx import Kernel, parse
 
+pytestmark = pytest.mark.toolchain  # the reference kernels are compiled with nvcc
+
 REF = Path(__file__).parent / "data" / "ptx_reference"
 SOURCE = REF / "reference_kernels.cu"
 GPU_DATA = REF / "h100"

@@ -13,6 +13,8 @@ from PIL import Image
 from keet.ingest import load_profile
 from keet.report import build, render, write_report
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[1]
 H100 = ROOT / "profiles" / "h100"
 AMD = ROOT / "tests" / "data" / "rocprof"

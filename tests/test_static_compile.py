@@ -69,6 +69,7 @@ def test_entry_params_sizes_and_alignment():
     assert params["empty"] == []
 
 
+@pytest.mark.toolchain
 def test_compile_error_is_one_clear_line(nvcc: str, tmp_path: Path):
     src = tmp_path / "broken.cu"
     src.write_text("__global__ void k(float* x) {\n  x[0] = 1.0f;\n  undefined_thing = 2;\n}\n")
@@ -84,6 +85,7 @@ def test_missing_source_is_an_error(tmp_path: Path):
         compile_cu(tmp_path / "nope.cu", "h100")
 
 
+@pytest.mark.toolchain
 @pytest.mark.parametrize("gpu_id,arch", [("h100", "sm_90a"), ("b200", "sm_100a"), ("a100", "sm_80")])
 def test_compiles_for_each_target(nvcc: str, tmp_path: Path, gpu_id: str, arch: str):
     src = tmp_path / "saxpy.cu"
@@ -107,6 +109,7 @@ def test_compiles_for_each_target(nvcc: str, tmp_path: Path, gpu_id: str, arch: 
 ZOO = ["dram_triad", "register_spill", "sgemm_tiled", "occupancy_smem", "tail_effect", "atomic_contention", "gemm_wmma"]
 
 
+@pytest.mark.toolchain
 @pytest.mark.parametrize("program", ZOO)
 def test_zoo_resources_match_manifest(nvcc: str, program: str):
     entry = next(k for k in MANIFEST["kernels"] if k["program"] == program)

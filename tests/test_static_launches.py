@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keet.ingest.ncu_csv import function_base_name
+from keet.names import function_base_name
 from perfmodel.static.compile import compile_cu
 from perfmodel.static.launch_spec import (
     LaunchSpecError,
@@ -25,6 +25,8 @@ from perfmodel.static.launch_spec import (
     source_params,
 )
 from perfmodel.static.launches import DiscoveryError, discover_launches
+
+pytestmark = pytest.mark.toolchain  # nvcc and a host compiler build each program
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((ROOT / "profiles" / "manifest.json").read_text())

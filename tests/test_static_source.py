@@ -55,6 +55,7 @@ def perfmodel(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "perfmodel.cli", *map(str, args)], capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.toolchain
 def test_zoo_program_predicts_with_no_flags_in_the_profile_json_shape(toolchain):
     result = run("predict", str(ROOT / "profiles/src/smem_bank_conflict.cu"), "--gpu", "h100", "--format", "json")
     assert result.exit_code == 0, result.output
@@ -72,6 +73,7 @@ def test_zoo_program_predicts_with_no_flags_in_the_profile_json_shape(toolchain)
     assert abs(mine["predicted_ns"] / measured_ns - 1) < 0.2
 
 
+@pytest.mark.toolchain
 def test_flags_give_the_launch_of_a_file_without_main(toolchain, tmp_path):
     src = tmp_path / "saxpy.cu"
     src.write_text(SAXPY)
@@ -86,6 +88,7 @@ def test_flags_give_the_launch_of_a_file_without_main(toolchain, tmp_path):
     assert k["bound"] in ("dram", "latency", "launch")
 
 
+@pytest.mark.toolchain
 def test_explain_prints_the_counted_work(toolchain, tmp_path):
     src = tmp_path / "saxpy.cu"
     src.write_text(SAXPY)
@@ -96,6 +99,7 @@ def test_explain_prints_the_counted_work(toolchain, tmp_path):
     assert "saxpy" in result.output and "-> NVIDIA B200" in result.output
 
 
+@pytest.mark.toolchain
 @pytest.mark.parametrize(("source", "flags", "message"), [
     ('extern "C" __global__ void k(float* p) { p[0] = undefined_name; }', ["--grid", "1", "--block", "32", "--buffer", "p=4"],
      'k.cu:1: identifier "undefined_name" is undefined'),
@@ -120,6 +124,7 @@ def test_launch_flags_on_a_profile_are_refused():
     assert result.returncode == 2 and "--grid: for CUDA sources" in result.stderr
 
 
+@pytest.mark.toolchain
 def test_committed_static_features_are_what_recounting_gives(toolchain):
     """The counts behind docs/validation.md's static section are reproducible: recount two
     programs and compare with profiles/static/zoo_features.json."""
@@ -193,6 +198,7 @@ def test_scattered_sectors_covering_their_buffer_share_granules_in_l2():
     assert t.footprint_read_bytes == 100_000 * 32 and t.dram_bytes_read == 100_000 * 32
 
 
+@pytest.mark.toolchain
 def test_progress_names_each_stage(toolchain, tmp_path):
     src = tmp_path / "saxpy.cu"
     src.write_text(SAXPY)
@@ -202,6 +208,7 @@ def test_progress_names_each_stage(toolchain, tmp_path):
     assert stages[0].startswith(f"compiling {src} for sm_80") and stages[-1].startswith("interpreting saxpy")
 
 
+@pytest.mark.toolchain
 def test_constant_memory_holds_what_the_host_copied_to_it(toolchain, tmp_path):
     src = tmp_path / "const.cu"
     src.write_text(r"""

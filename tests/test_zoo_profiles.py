@@ -62,6 +62,7 @@ def test_program_report_matches_manifest(gpu, entry):
     assert kernel.rule_results, "full-set reports carry Nsight Compute's rule results"
 
 
+@pytest.mark.slow  # reads the 34-launch full-set report: 3 to 7 s on 2 cores
 def test_combined_report_has_every_launch():
     for gpu in GPUS:
         profile = combined(gpu)

@@ -17,32 +17,30 @@ import math
 import re
 import warnings
 from collections.abc import Collection
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from keet.errors import ProfileError
-from keet.ingest import register
+from keet.ingest import limits, register, sniff
 from keet.ingest.assemble import assemble
 from keet.ingest.compressed import read_all
+from keet.ingest.sniff import (
+    DETAILS,
+    IDENTITY_COLUMNS,
+    NCU_MESSAGE,
+    RAW,
+    find_ncu_csv_header,
+    has_ncu_messages,
+    utf8,
+)
+from keet.names import function_base_name
 from keet.profile import Device, Kernel, Profile, RuleResult
 from keet.units import to_base
 
-DETAILS = "ncu-csv-details"
-RAW = "ncu-csv-raw"
-
-# Columns that say which launch a row belongs to (present in any subset, by ncu version).
-IDENTITY_COLUMNS = frozenset(
-    {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream",
-     "Block Size", "Grid Size", "Device", "CC"}
-)
 COMMAND_LINE_SECTION = "Command line profiler metrics"
 
-# A header line starts with the ID and Process ID columns, quoted (as ncu writes them) or not.
-_HEADER_START = re.compile(rb'^[ \t]*"?ID"?[ \t]*,[ \t]*"?Process ID"?[ \t]*,', re.MULTILINE)
-_NCU_MESSAGE = re.compile(rb"^==[A-Z]+==")  # ==PROF==, ==WARNING==, ==ERROR==
 _METRIC_NAME = re.compile(r"^[A-Za-z0-9]+__[A-Za-z0-9_.:@]+$")  # sm__throughput.avg.pct_of_peak...
 _GROUPED_NUMBER = re.compile(r"^[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?$")  # 12,319,469 or 1,024.5
 _DIM3 = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$", re.ASCII)  # (256, 1, 1)
@@ -51,59 +49,6 @@ _MISSING = frozenset({"", "n/a", "nan", "-nan"})
 _SPARE_COLUMNS = 4  # rows may carry trailing (empty) fields beyond the header
 _MAX_ID = 2**53  # IDs are counters; anything larger is not an ncu kernel ID
 _RULE_KINDS = {"OPT": "optimization", "WRN": "warning", "INF": "info", "ERR": "error", "OK": "ok"}
-
-
-@dataclass(frozen=True)
-class _Header:
-    offset: int  # where the header line starts in the file (after any BOM)
-    columns: list[str]
-    layout: str  # DETAILS or RAW
-
-
-# ---------------------------------------------------------------- finding the table
-
-
-def _layout(columns: list[str]) -> str | None:
-    """Which page a header belongs to, or None when it is no ncu CSV header we read."""
-    if not columns or columns[0] != "ID" or "Kernel Name" not in columns:
-        return None
-    if "Metric Name" in columns and "Metric Value" in columns:
-        return DETAILS
-    if "Metric Name" in columns or "Metric Value" in columns:
-        return None  # a summary page (Minimum/Maximum/Average), not one value per launch
-    if any(c and c not in IDENTITY_COLUMNS for c in columns):
-        return RAW
-    return None
-
-
-def _find_header(data: bytes) -> _Header | None:
-    """The first line that is an ncu CSV header (the line may be cut off at the data's end)."""
-    for match in _HEADER_START.finditer(data):
-        end = data.find(b"\n", match.start())
-        line = data[match.start() : end if end >= 0 else len(data)].rstrip(b"\r")
-        try:
-            columns = [c.strip() for c in next(csv.reader([line.decode("utf-8", errors="replace")]), [])]
-        except csv.Error:
-            continue
-        layout = _layout(columns)
-        if layout is not None:
-            return _Header(match.start(), columns, layout)
-    return None
-
-
-def _utf8(data: bytes) -> bytes:
-    """The bytes as UTF-8 without a byte-order mark.
-
-    ncu writes UTF-8; a UTF-16 file with a BOM is what a Windows shell redirect makes of it.
-    Undecodable bytes (program output) are replaced later, never fatal.
-    """
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", errors="replace").encode("utf-8")
-    return data.removeprefix(b"\xef\xbb\xbf")
-
-
-def _has_ncu_messages(data: bytes) -> bool:
-    return any(_NCU_MESSAGE.match(line) for line in data.split(b"\n", 200)[:200])
 
 
 # ---------------------------------------------------------------- readers
@@ -115,13 +60,7 @@ class NcuCsvDetailsReader:
     description = "Nsight Compute CSV, details page (ncu --csv [--page details] [--metrics ...])"
 
     def sniff(self, head: bytes) -> bool:
-        head = _utf8(head)
-        header = _find_header(head)
-        if header is not None:
-            return header.layout == DETAILS
-        # ncu output whose table starts beyond the sniffed bytes (long program output), or
-        # that has none at all: claim it, so read() finds the table or says why there is none.
-        return _has_ncu_messages(head)
+        return sniff.ncu_csv_details(head)
 
     def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
         return read_ncu_csv(path)
@@ -133,8 +72,7 @@ class NcuCsvRawReader:
     description = "Nsight Compute CSV, raw page (ncu --csv --page raw)"
 
     def sniff(self, head: bytes) -> bool:
-        header = _find_header(_utf8(head))
-        return header is not None and header.layout == RAW
+        return sniff.ncu_csv_raw(head)
 
     def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
         return read_ncu_csv(path)
@@ -144,12 +82,12 @@ def read_ncu_csv(path: Path) -> Profile:
     """Read either page; the layout is decided by the header found in the file."""
     path = Path(path)
     try:
-        data = _utf8(read_all(path))
+        data = utf8(read_all(path))
     except OSError as exc:
         raise ProfileError(path, f"cannot be read ({exc.strerror or exc})") from None
-    header = _find_header(data)
+    header = find_ncu_csv_header(data)
     if header is None:
-        if _has_ncu_messages(data):
+        if has_ncu_messages(data):
             raise ProfileError(
                 path, "holds Nsight Compute output but no CSV table (was ncu run with --csv, and did it profile any kernel?)"
             )
@@ -167,7 +105,7 @@ def _without_ncu_messages(table: bytes) -> bytes:
     """Drop ==PROF==/==WARNING== lines that ncu interleaves with or appends to the table."""
     if b"\n==" not in table:
         return table
-    return b"\n".join(line for line in table.split(b"\n") if not _NCU_MESSAGE.match(line))
+    return b"\n".join(line for line in table.split(b"\n") if not NCU_MESSAGE.match(line))
 
 
 def unique_column_names(columns: list[str]) -> list[str]:
@@ -193,6 +131,7 @@ def _is_placeholder(column: str) -> bool:
 def _parse_table(path: Path, table: bytes, columns: list[str]) -> pd.DataFrame:
     """The table as strings, header applied, with spare columns for trailing commas."""
     names = unique_column_names(columns) + [f"__spare_{i}" for i in range(_SPARE_COLUMNS)]
+    max_rows = limits.max_rows()
     try:
         with warnings.catch_warnings():
             # pandas only warns when a row has more fields than the names, dropping the rest.
@@ -209,12 +148,15 @@ def _parse_table(path: Path, table: bytes, columns: list[str]) -> pd.DataFrame:
                 index_col=False,
                 skip_blank_lines=True,
                 engine="c",
+                nrows=max_rows + 1,  # one past the bound: enough to know the file exceeds it
             )
     except pd.errors.ParserWarning:
         raise ProfileError(path, "Nsight Compute CSV rows have more fields than the header") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, csv.Error, OverflowError) as exc:
         problem = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise ProfileError(path, f"Nsight Compute CSV rows cannot be parsed ({problem})") from None
+    if len(frame) > max_rows:
+        raise limits.too_many_rows(path, "Nsight Compute CSV")
     spare = [c for c in names if c.startswith("__spare_")]
     if (frame[spare].notna() & (frame[spare] != "")).any().any():
         raise ProfileError(path, "Nsight Compute CSV rows have more fields than the header")
@@ -404,47 +346,6 @@ def _raw_page_profile(path: Path, frame: pd.DataFrame) -> Profile:
 # ---------------------------------------------------------------- kernels and devices
 
 
-def function_base_name(name: str) -> str:
-    """The bare function name of a demangled kernel name.
-
-    "void ns::kern<float, 4>(int, T2)" -> "kern"; "copy_blocked[v1,...](Array<...>)" -> "copy_blocked".
-    A heuristic: cut the parameter list (the first "(" outside <...> and [...]), drop
-    template arguments and [...] suffixes, the return type and the namespaces.
-    """
-    text = name.strip().replace("(anonymous namespace)", "<unnamed>")
-    head = _before_parameter_list(text)
-    outer = _without_brackets(head).split()
-    base = [part for part in outer[-1].split("::") if part] if outer else []
-    return base[-1] if base else (text or name)
-
-
-def _before_parameter_list(text: str) -> str:
-    depth = 0
-    for index, char in enumerate(text):
-        if char in "<[":
-            depth += 1
-        elif char in ">]":
-            depth = max(depth - 1, 0)
-        elif char == "(" and depth == 0:
-            if text[:index].rstrip().endswith("operator") and text[index : index + 2] == "()":
-                continue  # "operator()" is a name, its "(" opens no parameter list
-            return text[:index]
-    return text
-
-
-def _without_brackets(text: str) -> str:
-    depth = 0
-    kept = []
-    for char in text:
-        if char in "<[":
-            depth += 1
-        elif char in ">]":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            kept.append(char)
-    return "".join(kept)
-
-
 def _dim3(text: str) -> tuple[int, int, int] | None:
     match = _DIM3.match(text.strip())
     return None if match is None else (int(match[1]), int(match[2]), int(match[3]))
@@ -526,7 +427,7 @@ def _device(identity: dict[str, str], raw: dict[str, tuple[float, str]], strings
         return converted if base_unit in ("hz", "byte") else value * default_factor
 
     def whole(value: float | None) -> int | None:
-        return None if value is None else int(value)
+        return None if value is None or not math.isfinite(value) else int(value)  # 1e308 Mbyte is inf bytes
 
     cc = _compute_capability(identity.get("CC", ""))
     major, minor = attribute("compute_capability_major"), attribute("compute_capability_minor")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import faulthandler
 import functools
+import math
 import multiprocessing
 import os
 import struct
@@ -11,6 +13,7 @@ import tempfile
 import weakref
 from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +21,12 @@ from pathlib import Path
 import pandas as pd
 
 from keet.errors import ProfileError
-from keet.ingest import register
+from keet.ingest import limits, register, sniff
 from keet.ingest.assemble import assemble
-from keet.ingest.compressed import plain_copy
+from keet.ingest.compressed import Content, plain_copy
 from keet.profile import Device, Kernel, Profile, RuleResult, SourceCounters
 
-MAGIC = b"NVR\x00"
+MAGIC = sniff.NCU_REP_MAGIC
 _BLOCK_PAYLOAD_SIZE = 5  # field number of PayloadSize in the report's BlockHeader message
 _RULE_KINDS = {0: "none", 1: "ok", 2: "warning", 3: "optimization", 4: "error"}
 _SPEEDUP_TYPES = {0: None, 1: "local", 2: "global"}
@@ -36,8 +39,9 @@ _OPCODE_TABLES = {
 _MAX_WORKERS = 4
 # Read even when a caller asks for a subset of metrics: the launch and the device.
 _ALWAYS_READ = ("launch__", "device__attribute_")
-_ACTIONS_PER_WORKER = 4  # below this many actions per worker a process costs more than it saves
+_ACTIONS_PER_WORKER = 4  # below this many actions per worker another process costs more than it saves
 _MAX_FUNCTION_BYTES = 1 << 26  # PCs of per-instruction counters lie within this of the function start
+_MAX_BLOCK_HEADER_BYTES = 1 << 24  # real block headers are at most 132 KiB (reports of ncu 2022.2-2025.3)
 
 
 @register
@@ -46,29 +50,35 @@ class NcuReportReader:
     description = "Nsight Compute report (.ncu-rep), any version the ncu-report module reads"
 
     def sniff(self, head: bytes) -> bool:
-        return head.startswith(MAGIC)
+        return sniff.ncu_rep(head)
 
     def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
-        plain = plain_copy(path)
         import ncu_report  # imported lazily: it loads a native library
 
+        path = Path(path)  # compared with the copy's path below: a str would never equal it
+        keep = frozenset(metrics) if metrics is not None else None
+        # The framing is walked while the file is decompressed: a bomb or a damaged file
+        # stops at its first bad block, before the copy grows.
+        plain = plain_copy(path, walk=functools.partial(_walk_framing, path))
         try:
-            _check_framing(path, plain)
+            # The native reader aborts the process on some damaged reports: the actions are read
+            # in forked workers first, and this process loads the report only once they could.
+            records = _read_all_actions(path, str(plain), keep)
             with _native_errors() as errors:
                 context = ncu_report.load_report(str(plain))
             _raise_on(errors)
-        except Exception as exc:  # the module raises plain exceptions for bad files
+        except BaseException as exc:  # Ctrl-C too must not leave the copy behind
             if plain != path:
-                os.unlink(plain)
-            if isinstance(exc, ProfileError):
+                plain.unlink(missing_ok=True)
+            if isinstance(exc, ProfileError) or not isinstance(exc, Exception):
                 raise
-            raise ProfileError(path, f"Nsight Compute could not load the report ({exc})") from None
+            raise ProfileError(path, f"report is corrupt ({_first_line(exc)})") from None
         if plain != path:
             # The native reader keeps reading the file (source counters are lazy):
-            # remove the decompressed copy only when the report object goes away.
+            # remove the decompressed copy only when the report object goes away (or at exit).
             weakref.finalize(context, _remove_in_owner, plain, os.getpid())
         try:
-            return _profile_from_context(path, plain, context, ncu_report, frozenset(metrics) if metrics is not None else None)
+            return _profile_from_records(path, context, records, ncu_report)
         except ProfileError:
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged payload surfaces as odd values deep in the native reader
@@ -153,41 +163,56 @@ def _payload_size(header: bytes) -> int:
     return 0
 
 
-def _check_framing(path: Path, plain: Path) -> None:
+def _walk_framing(path: Path, content: Content) -> None:
     """Walk the report's block framing so a truncated file is an error, not fewer kernels.
 
     The native reader silently returns the kernels before a cut; the framing (magic,
     header, then blocks of [u32 header size][header][payload]) must end exactly at EOF.
+    A block header of size 0 (what zeros, a sparse file's hole, read as) is refused at once:
+    it moves 4 bytes a block, so a 2 GB hole would take minutes to walk. Real blocks have
+    headers of 63 bytes to 132 KiB and may have no payload.
     """
-    size = plain.stat().st_size
-    with plain.open("rb") as report:
-        if report.read(len(MAGIC)) != MAGIC:
+    try:
+        if content.read(len(MAGIC)) != MAGIC:
             raise ProfileError(path, "is not an Nsight Compute report (bad magic)")
-        try:
-            pos = 8 + _u32(report)
-            blocks = 0
-            while pos < size:
-                report.seek(pos)
-                block_header_size = _u32(report)
-                header = report.read(block_header_size)
-                if len(header) < block_header_size:
-                    raise ValueError("block header cut off")
-                pos += 4 + block_header_size + _payload_size(header)  # only headers are read: payloads are skipped
-                blocks += 1
-            if pos != size or blocks == 0:
-                raise ValueError("last block cut off")
-        except (struct.error, ValueError):
-            raise ProfileError(path, "report is truncated or corrupt (its block structure ends early)") from None
+        file_header = _u32(content.read(4))
+        if content.skip(file_header) != file_header:
+            raise ValueError("its file header is cut off")
+        blocks, max_blocks = 0, limits.max_rows()
+        while True:
+            size = content.read(4)
+            if not size:
+                break
+            block_header_size = _u32(size)
+            if block_header_size == 0:
+                raise ValueError(f"an empty block at byte {content.position - 4:,}")
+            if block_header_size > _MAX_BLOCK_HEADER_BYTES:
+                raise ValueError(f"a block header of {block_header_size:,} bytes at byte {content.position - 4:,}")
+            header = content.read(block_header_size)
+            if len(header) < block_header_size:
+                raise ValueError("its block structure ends early")
+            payload = _payload_size(header)  # only headers are parsed: payloads are passed over
+            if content.skip(payload) != payload:
+                raise ValueError("its block structure ends early")
+            blocks += 1
+            if blocks > max_blocks:
+                raise limits.over_limit(path, "KEET_MAX_ROWS", f"report has more than {max_blocks:,} blocks")
+        if blocks == 0:
+            raise ValueError("it holds no block")
+    except (struct.error, ValueError) as exc:
+        raise ProfileError(path, f"report is truncated or corrupt ({exc})") from None
 
 
-def _u32(stream) -> int:
-    return struct.unpack("<I", stream.read(4))[0]
+def _u32(data: bytes) -> int:
+    if len(data) < 4:
+        raise ValueError("its block structure ends early")
+    return struct.unpack("<I", data)[0]
 
 
 def _device(values: dict[str, object]) -> Device:
     def num(name: str) -> float | None:
         value = values.get(f"device__attribute_{name}")
-        return float(value) if isinstance(value, (int, float)) else None
+        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
     major, minor = num("compute_capability_major"), num("compute_capability_minor")
     cc = (int(major), int(minor)) if major is not None and minor is not None else None
@@ -368,10 +393,11 @@ def _read_action(action, range_index: int, action_index: int, ncu_report, kinds:
 
 
 def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset[str] | None = None) -> list[_ActionRecord]:
-    """Read some actions of a report: runs in a worker process (or in-process for few).
+    """Read some actions of a report: runs in a worker process.
 
     Device attributes are the same for every launch on a device: read them from the
-    first action only (they are 166 of ~2200 metrics of an H100 full-set action).
+    worker's first action on each device only (they are 166 of ~2200 metrics of an H100
+    full-set action); _share_device_attributes gives them back to the other actions.
     """
     import ncu_report
 
@@ -379,28 +405,90 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
         context = ncu_report.load_report(report)
         kinds = _MetricKinds(ncu_report)
         records = []
+        seen_devices: set[int] = set()
         for range_index, action_index in positions:
             action = context.range_by_idx(range_index).action_by_idx(action_index)
-            skip = () if (range_index, action_index) == positions[0] else ("device__attribute_",)
+            device_id = _device_id_of(action)
+            skip = ("device__attribute_",) if device_id in seen_devices else ()
+            seen_devices.add(device_id)
             records.append(_read_action(action, range_index, action_index, ncu_report, kinds, skip, keep))
     _raise_on(errors)
     return records
 
 
-def _read_all_actions(report: str, positions: list[tuple[int, int]], keep: frozenset[str] | None) -> list[_ActionRecord]:
-    """All actions, split over worker processes when the report is large.
+def _device_id_of(action) -> int:
+    metric = action.metric_by_name("launch__device_id")
+    return int(metric.as_uint64()) if metric is not None and metric.has_value() else 0
+
+
+def _share_device_attributes(records: list[_ActionRecord]) -> None:
+    """Give every action the device attributes read once per device and worker.
+
+    Reports of ncu before about 2022 have no launch__sm_count: the SM count of a kernel is
+    its device__attribute_multiprocessor_count, which only the action that read the
+    attributes had, so every other kernel lost it (and the grid rules could not run).
+    """
+    per_device: dict[int, dict[str, tuple[float, str]]] = {}
+    strings: dict[int, dict[str, str]] = {}
+    for record in records:
+        device_id = int(record.raw.get("launch__device_id", (0, ""))[0])
+        attributes = {k: v for k, v in record.raw.items() if k.startswith("device__attribute_")}
+        if attributes and device_id not in per_device:
+            per_device[device_id] = attributes
+            strings[device_id] = {k: v for k, v in record.strings.items() if k.startswith("device__attribute_")}
+    for record in records:
+        device_id = int(record.raw.get("launch__device_id", (0, ""))[0])
+        for name, value in per_device.get(device_id, {}).items():
+            record.raw.setdefault(name, value)
+        for name, value in strings.get(device_id, {}).items():
+            record.strings.setdefault(name, value)
+
+
+def _quiet_worker() -> None:
+    """A worker's native abort is reported as a corrupt report: no fault-handler dump (pytest and
+    PYTHONFAULTHANDLER enable one, inherited through fork) on the user's terminal."""
+    faulthandler.disable()
+
+
+def _positions(report: str) -> list[tuple[int, int]]:
+    """(range, action) of every action of a report: runs in a worker process."""
+    import ncu_report
+
+    with _native_errors() as errors:
+        context = ncu_report.load_report(report)
+        positions = [(r, a) for r in range(context.num_ranges()) for a in range(context.range_by_idx(r).num_actions())]
+    _raise_on(errors)
+    return positions
+
+
+def _read_all_actions(path: Path, report: str, keep: frozenset[str] | None) -> list[_ActionRecord]:
+    """All actions, read in forked worker processes: one, or up to four for a large report.
 
     ncu-report's native action loading dominates (about 60 ms per H100 full-set action)
-    and holds the GIL, so threads do not help; forked processes do.
+    and holds the GIL, so threads do not help; forked processes do. And the native reader
+    aborts on some damaged reports (a protobuf CHECK failure, found by flipping bits): in a
+    worker, that is a corrupt report, not the end of keet.
     """
-    workers = min(os.cpu_count() or 1, _MAX_WORKERS, len(positions) // _ACTIONS_PER_WORKER)
-    if workers < 2:
-        return _read_actions(report, positions, keep)
-    chunks = [positions[i::workers] for i in range(workers)]
-    # Every chunk must read device attributes once: reading them is keyed to its first action.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        parts = list(pool.map(_read_actions, [report] * workers, chunks, [keep] * workers))
-    return sorted((record for part in parts for record in part), key=lambda r: (r.range_index, r.action_index))
+    fork = multiprocessing.get_context("fork")
+    try:
+        with ProcessPoolExecutor(1, mp_context=fork, initializer=_quiet_worker) as pool:
+            positions = pool.submit(_positions, report).result()
+            if not positions:
+                raise ProfileError(path, "report holds no profiled kernels (empty or corrupt)")
+            workers = max(1, min(os.cpu_count() or 1, _MAX_WORKERS, len(positions) // _ACTIONS_PER_WORKER))
+            if workers == 1:
+                records = pool.submit(_read_actions, report, positions, keep).result()
+                _share_device_attributes(records)
+                return records
+        chunks = [positions[i::workers] for i in range(workers)]
+        # Every chunk must read device attributes once: reading them is keyed to its first action.
+        with ProcessPoolExecutor(workers, mp_context=fork, initializer=_quiet_worker) as pool:
+            parts = list(pool.map(_read_actions, [report] * workers, chunks, [keep] * workers))
+    except BrokenProcessPool:
+        raise ProfileError(path, "report is corrupt (the Nsight Compute reader crashed on it)") from None
+    records = sorted((record for part in parts for record in part), key=lambda r: (r.range_index, r.action_index))
+    _share_device_attributes(records)
+    return records
 
 
 def _kernel(kid: int, record: _ActionRecord, device_id: int, source_loader) -> Kernel:
@@ -431,14 +519,15 @@ def _kernel(kid: int, record: _ActionRecord, device_id: int, source_loader) -> K
     )
 
 
-def _profile_from_context(path: Path, report: Path, context, ncu_report, keep: frozenset[str] | None = None) -> Profile:
-    positions = [(r, a) for r in range(context.num_ranges()) for a in range(context.range_by_idx(r).num_actions())]
-    if not positions:
-        raise ProfileError(path, "report holds no profiled kernels (empty or corrupt)")
+def _profile_from_records(path: Path, context, records: list[_ActionRecord], ncu_report) -> Profile:
     kernels: list[Kernel] = []
     raw: dict[int, dict[str, tuple[float, str]]] = {}
     devices: dict[int, Device] = {}
-    for kid, record in enumerate(_read_all_actions(str(report), positions, keep)):
+    for kid, record in enumerate(records):
+        # A damaged payload can leave an action that the native reader returns without a
+        # name or any metric: that is a corrupt report, not a kernel named None.
+        if not isinstance(record.name, str) or not record.name or not (record.raw or record.strings):
+            raise ProfileError(path, f"report is corrupt (kernel {kid} has no name or no metrics)")
         device_id = int(record.raw.get("launch__device_id", (0, ""))[0])
         if device_id not in devices:
             devices[device_id] = _device({**{k: v for k, (v, _) in record.raw.items()}, **record.strings})

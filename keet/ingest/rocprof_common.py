@@ -15,7 +15,7 @@ import csv
 import io
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,9 +23,12 @@ import numpy as np
 import pandas as pd
 
 from keet.errors import ProfileError
+from keet.ingest import limits
 from keet.ingest.assemble import assemble
 from keet.ingest.compressed import read_all
-from keet.ingest.ncu_csv import function_base_name, unique_column_names
+from keet.ingest.ncu_csv import unique_column_names
+from keet.ingest.sniff import classify_header, find_header, sniff_kind, split_header  # noqa: F401 (the readers import them from here)
+from keet.names import function_base_name
 from keet.profile import METRIC_COLUMNS, Device, Kernel, Profile
 
 # Column name (lower case) -> internal name, over every generation we know.
@@ -99,36 +102,13 @@ def read_bytes(path: Path) -> bytes:
     return data.removeprefix(b"\xef\xbb\xbf")
 
 
-def split_header(line: bytes) -> list[str]:
-    """The cells of one CSV header line (quoted or not), stripped; [] when it is no CSV line."""
-    try:
-        text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-        return [cell.strip() for cell in next(csv.reader([text]), [])]
-    except csv.Error:
-        return []
-
-
-def find_header(data: bytes, accepts: Callable[[list[str]], bool], limit: int = 400) -> tuple[int, list[str]] | None:
-    """(offset, columns) of the first line, among the first ``limit``, whose cells ``accepts``.
-
-    Program output may precede the table (rocprof prints to the same stream when its output
-    is captured), so the header is searched for rather than assumed on line 1.
-    """
-    offset = 0
-    for _ in range(limit):
-        end = data.find(b"\n", offset)
-        line = data[offset : end if end >= 0 else len(data)]
-        columns = split_header(line) if b"," in line else []
-        if columns and accepts(columns):
-            return offset, columns
-        if end < 0:
-            return None
-        offset = end + 1
-    return None
-
-
-def parse_table(path: Path, data: bytes, offset: int, columns: list[str], what: str) -> pd.DataFrame:
+def parse_table(path: Path, data: bytes, offset: int, columns: list[str], what: str,
+                name_first: bool = False) -> pd.DataFrame:
     """The table after its header as strings; rows must have the header's fields.
+
+    name_first: the first column is a kernel name and every other one a number (results.stats.csv).
+    ROCm 4.x wrote those names unquoted, commas and all: a longer row is then split from the
+    right, its leading fields joined back into the name.
 
     Parsed with the csv module into one object block: pandas' parser builds one Series per
     column, which dominates on rocprof-compute tables of 1,000-2,700 columns and 1-6 rows.
@@ -140,6 +120,7 @@ def parse_table(path: Path, data: bytes, offset: int, columns: list[str], what: 
         raise ProfileError(path, f"{what} header has no columns")
     names = unique_column_names(columns)
     width = len(names)
+    max_rows = limits.max_rows()
     text = data[offset:].decode("utf-8", errors="replace")
     rows: list[list[str]] = []
     try:
@@ -148,6 +129,8 @@ def parse_table(path: Path, data: bytes, offset: int, columns: list[str], what: 
         for number, row in enumerate(reader, start=1):
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue  # blank line
+            if len(row) > width and name_first:
+                row = [",".join(row[: len(row) - width + 1]), *row[len(row) - width + 1 :]]
             if len(row) > width:
                 if any(cell.strip() for cell in row[width:]):
                     raise ProfileError(path, f"{what} data row {number} has more fields than the header")
@@ -157,6 +140,8 @@ def parse_table(path: Path, data: bytes, offset: int, columns: list[str], what: 
                 raise ProfileError(path, f"{what} data row {number} has fewer fields than the header "
                                          "(the file is truncated or damaged)")
             rows.append(row)
+            if len(rows) > max_rows:
+                raise limits.too_many_rows(path, what)
     except csv.Error as exc:
         raise ProfileError(path, f"{what} rows cannot be parsed ({exc})") from None
     cells = np.array(rows, dtype=object).reshape(len(rows), width)
@@ -166,9 +151,10 @@ def parse_table(path: Path, data: bytes, offset: int, columns: list[str], what: 
 
 
 def numbers(column: pd.Series) -> pd.Series:
-    """Text as float64; NaN where it is missing (None, empty, nan) or no number."""
-    values = pd.to_numeric(column, errors="coerce")
-    return values.astype("float64")
+    """Text as float64; NaN where it is missing (None, empty, nan), no number, or infinite
+    (no count, size or timestamp is: "inf" in a file is damage, kept out like a missing value)."""
+    values = pd.to_numeric(column, errors="coerce").astype("float64")
+    return values.where(np.isfinite(values))
 
 
 def agent_numbers(column: pd.Series) -> pd.Series:
@@ -216,6 +202,7 @@ def dispatch_table(path: Path, frame: pd.DataFrame, what: str) -> pd.DataFrame:
     # All counters converted at once: wide rocprof-compute tables have ~1000-2700 columns.
     cells = frame[counter_sources].to_numpy(dtype=object)
     flat = pd.to_numeric(pd.Series(cells.ravel(), dtype=object), errors="coerce").to_numpy(dtype="float64")
+    flat = np.where(np.isfinite(flat), flat, np.nan)  # as numbers(): an infinite counter is damage, not a count
     counter_frame = pd.DataFrame(flat.reshape(cells.shape), index=frame.index,
                                  columns=[c.strip() for c in counter_sources])
     counter_frame = counter_frame.loc[:, ~counter_frame.columns.duplicated()]
@@ -316,11 +303,23 @@ def _int(value: object) -> int | None:
     return None if number is None or not number.is_integer() else int(number)
 
 
+# Omniperf 1.x sysinfo.csv columns -> the Omniperf 2.x names (gpu_soc is the gfx arch, name the
+# model in lower case, "mi100").
+_SYSINFO_V1 = {"gpu_soc": "gpu_arch", "name": "gpu_model", "numCU": "cu_per_gpu", "sclk": "max_sclk",
+               "mclk": "max_mclk", "L2": "gpu_l2", "numSIMD": "simd_per_cu", "waveSize": "wave_size",
+               "maxWavesPerCU": "max_waves_per_cu", "hbmBW": "hbm_bw", "numSE": "se_per_gpu"}
+
+
 def sysinfo_device(row: Mapping[str, str]) -> DeviceFacts:
-    """The device of rocprof-compute's sysinfo.csv (Omniperf 2.x and rocprof-compute 3.x layouts).
+    """The device of rocprof-compute's sysinfo.csv (Omniperf 1.x, 2.x and rocprof-compute 3.x layouts).
 
     Clocks are in MHz, gpu_l2 in KiB, hbm_bw in GB/s.
     """
+    if "gpu_soc" in row and "gpu_arch" not in row and "gpu_model" not in row:
+        row = {**row, **{new: row[old] for old, new in _SYSINFO_V1.items() if old in row}}
+        if not str(row.get("gpu_arch", "")).strip().startswith("gfx"):  # some 1.x releases put the model there
+            row["gpu_model"], row["gpu_arch"] = row.get("gpu_model") or row.get("gpu_arch", ""), ""
+        row["gpu_model"] = str(row.get("gpu_model", "")).strip().upper()
     model = str(row.get("gpu_model", "")).strip()
     arch = str(row.get("gpu_arch", "")).strip() or None
     cus = _int(row.get("cu_per_gpu"))
@@ -451,7 +450,8 @@ def build_profile(
     elif "duration" in table and "start" in table and "end" in table:
         table["duration"] = table["duration"].fillna(table["end"] - table["start"])
     if "duration" in table:
-        table.loc[table["duration"] < 0, "duration"] = np.nan  # clock glitches and damaged rows
+        # clock glitches and damaged rows; an end of 1e308 minus a start of -1e308 is infinite
+        table.loc[~(np.isfinite(table["duration"]) & (table["duration"] >= 0)), "duration"] = np.nan
     for total, prefix in (("grid_items", "grid"), ("workgroup_items", "wg")):
         axes = [f"{prefix}_{axis}" for axis in "xyz"]
         if total not in table and all(a in table for a in axes):  # rocprofv3 traces give per-axis sizes only
@@ -560,48 +560,6 @@ def stats_profile(path: Path, format_id: str, tool: str, rows: Iterable[tuple[st
 
 
 # ---------------------------------------------------------------- which rocprof table a header is
-
-
-def classify_header(columns: list[str]) -> str | None:
-    """The kind of rocprof table a header line starts, or None.
-
-    Kinds: v1 (rocprof results.csv), stats (results.stats.csv, rocprofv3 kernel_stats.csv),
-    v3-trace (kernel_trace.csv), v3-counter (counter_collection.csv), agent-info, v2
-    (rocprofv2 file plugin, and rocprof-compute per-pass files that carry Queue_ID/PID),
-    pmc-perf (rocprof-compute's merged wide table), pmc-long (its rocpd long form),
-    kernel-top, sysinfo, roofline.
-    """
-    lower = {c.strip().lower() for c in columns}
-    if "kernelname" in lower and ("index" in lower or "gpu-id" in lower):
-        return "v1"
-    if {"name", "calls", "totaldurationns"} <= lower:
-        return "stats"
-    if {"kernel_name", "count", "sum(ns)"} <= lower:
-        return "kernel-top"
-    if {"counter_name", "counter_value", "kernel_name"} <= lower:
-        return "v3-counter" if "agent_id" in lower else "pmc-long"
-    if {"kernel_name", "dispatch_id", "agent_id"} <= lower:
-        return "v3-trace"
-    if {"node_id", "agent_type"} <= lower:
-        return "agent-info"
-    if {"workload_name", "gpu_arch"} <= lower or {"workload_name", "gpu_model"} <= lower:
-        return "sysinfo"
-    if {"device", "hbmbw"} <= lower:
-        return "roofline"
-    if {"kernel_name", "dispatch_id", "gpu_id"} <= lower:
-        return "v2" if {"queue_id", "pid"} <= lower else "pmc-perf"
-    return None
-
-
-def sniff_kind(head: bytes) -> str | None:
-    """The kind of the first rocprof table header in these bytes (after any program output)."""
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        head = head.decode("utf-16", errors="replace").encode("utf-8")
-    head = head.removeprefix(b"\xef\xbb\xbf")
-    if b"\x00" in head[:4096]:
-        return None  # binary (SQLite, .ncu-rep)
-    found = find_header(head, lambda columns: classify_header(columns) is not None, limit=200)
-    return None if found is None else classify_header(found[1])
 
 
 READ_ERRORS = (ValueError, KeyError, TypeError, IndexError, OverflowError, ZeroDivisionError, AttributeError)

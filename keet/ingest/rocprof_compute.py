@@ -25,8 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from keet.errors import ProfileError
-from keet.ingest import SNIFF_BYTES, register
-from keet.ingest.compressed import read_head
+from keet.ingest import register, sniff
 from keet.ingest.rocprof_common import (
     READ_ERRORS,
     DeviceFacts,
@@ -41,13 +40,13 @@ from keet.ingest.rocprof_common import (
     numbers,
     parse_table,
     read_bytes,
-    sniff_kind,
     stats_profile,
     sysinfo_device,
 )
+from keet.ingest.sniff import ROCPROF_COMPUTE_KINDS as KINDS
+from keet.ingest.sniff import file_kind, workload_folder
 from keet.profile import Device, Profile
 
-KINDS = {"pmc-perf", "pmc-long", "kernel-top", "sysinfo", "roofline"}
 # Files whose tables are dispatch rows, in the order a folder is read.
 _PER_PASS_KINDS = {"pmc-perf", "pmc-long", "v2", "v1", "v3-counter"}
 _WHAT = {"pmc-perf": "rocprof-compute pmc_perf table", "pmc-long": "rocprof-compute pmc_perf table (rocpd long form)",
@@ -62,10 +61,10 @@ class RocprofComputeReader:
     description = "rocprof-compute / Omniperf workload: pmc_perf.csv (any backend, wide or rocpd long form), sysinfo.csv, roofline.csv, pmc_kernel_top.csv, or the workload folder"
 
     def sniff(self, head: bytes) -> bool:
-        return sniff_kind(head) in KINDS
+        return sniff.rocprof_compute(head)
 
     def sniff_directory(self, path: Path) -> bool:
-        return workload_folder(path) is not None
+        return sniff.rocprof_compute_directory(path)
 
     def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
         path = Path(path)
@@ -85,41 +84,10 @@ class RocprofComputeReader:
             raise damaged(path, what, exc) from None
 
 
-def _is_workload(path: Path) -> bool:
-    return any(_kind_of(path / name) is not None for name in ("pmc_perf.csv", "sysinfo.csv", "timestamps.csv")) or any(
-        _kind_of(p) is not None for p in sorted(path.glob("pmc_perf_*.csv"))
-    )
-
-
-def workload_folder(path: Path) -> Path | None:
-    """The workload folder at ``path``, or the only one directly below it.
-
-    rocprof-compute writes ``workloads/<name>/<GPU>/``; ``workloads/<name>`` with a single
-    GPU folder is as unambiguous as the GPU folder itself.
-    """
-    if _is_workload(path):
-        return path
-    try:
-        children = [child for child in path.iterdir() if child.is_dir()]
-    except OSError:
-        return None
-    found = [child for child in children if _is_workload(child)]
-    return found[0] if len(found) == 1 else None
-
-
-def _kind_of(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    try:
-        return sniff_kind(read_head(path, SNIFF_BYTES))
-    except OSError:
-        return None
-
-
 def _read_file(path: Path, kind: str, frame: pd.DataFrame, what: str) -> Profile:
     folder = path.parent
     if kind in ("sysinfo", "roofline"):
-        if _kind_of(folder / "pmc_perf.csv") in ("pmc-perf", "pmc-long"):
+        if file_kind(folder / "pmc_perf.csv") in ("pmc-perf", "pmc-long"):
             return read_workload_folder(folder)  # the workload this file describes
         device = sysinfo_facts(path, frame).device if kind == "sysinfo" else Device(name="AMD GPU", vendor="amd")
         if kind == "roofline":
@@ -139,18 +107,18 @@ def read_workload_folder(folder: Path) -> Profile:
     """A workload folder: pmc_perf.csv (or the per-pass files merged by dispatch) with its device."""
     facts = _sibling_device(folder)
     main = folder / "pmc_perf.csv"
-    kind = _kind_of(main)
+    kind = file_kind(main)
     sources: list[tuple[Path, str]] = []
     if kind in ("pmc-perf", "pmc-long"):
         sources = [(main, kind)]
     else:
         for candidate in sorted(folder.glob("*.csv")):
-            candidate_kind = _kind_of(candidate)
+            candidate_kind = file_kind(candidate)
             if candidate_kind in _PER_PASS_KINDS:
                 sources.append((candidate, candidate_kind))
     if not sources:
         top = folder / "pmc_kernel_top.csv"
-        if _kind_of(top) == "kernel-top":
+        if file_kind(top) == "kernel-top":
             data = read_bytes(top)
             found = find_header(data, lambda columns: classify_header(columns) == "kernel-top")
             assert found is not None
@@ -187,7 +155,7 @@ def _sibling_device(folder: Path, exclude: Path | None = None) -> DeviceFacts | 
     """The device of sysinfo.csv in this folder, with roofline.csv's peaks, when present."""
     facts: DeviceFacts | None = None
     sysinfo = folder / "sysinfo.csv"
-    if sysinfo != exclude and _kind_of(sysinfo) == "sysinfo":
+    if sysinfo != exclude and file_kind(sysinfo) == "sysinfo":
         try:
             data = read_bytes(sysinfo)
             found = find_header(data, lambda columns: classify_header(columns) == "sysinfo")
@@ -196,7 +164,7 @@ def _sibling_device(folder: Path, exclude: Path | None = None) -> DeviceFacts | 
         except (ProfileError, *READ_ERRORS):
             facts = None  # a damaged sysinfo only costs the device description
     roofline = folder / "roofline.csv"
-    if facts is not None and roofline != exclude and _kind_of(roofline) == "roofline":
+    if facts is not None and roofline != exclude and file_kind(roofline) == "roofline":
         try:
             data = read_bytes(roofline)
             found = find_header(data, lambda columns: classify_header(columns) == "roofline")

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from keet.errors import ProfileError
-from keet.ingest import register
+from keet.ingest import register, sniff
 from keet.ingest.rocprof_common import (
     READ_ERRORS,
     DeviceFacts,
@@ -40,12 +40,11 @@ from keet.ingest.rocprof_common import (
     numbers,
     parse_table,
     read_bytes,
-    sniff_kind,
     stats_profile,
 )
+from keet.ingest.sniff import ROCPROF_CSV_KINDS as KINDS
 from keet.profile import Profile
 
-KINDS = {"v1", "stats", "v3-trace", "v3-counter", "agent-info", "v2"}
 _FORMATS = {
     "v1": ("rocprof-v1-csv", "rocprof v1 (results.csv)"),
     "v2": ("rocprofv2-csv", "rocprofv2 (file plugin CSV)"),
@@ -67,7 +66,7 @@ class RocprofCsvReader:
                    "(kernel_trace, counter_collection, kernel_stats, agent_info)")
 
     def sniff(self, head: bytes) -> bool:
-        return sniff_kind(head) in KINDS
+        return sniff.rocprof_csv(head)
 
     def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
         path = Path(path)
@@ -79,7 +78,8 @@ class RocprofCsvReader:
         kind = classify_header(columns)
         assert kind is not None
         what = _WHAT[kind]
-        frame = parse_table(path, data, offset, columns, what)
+        name_first = kind == "stats" and columns[0].strip().lower() == "name"
+        frame = parse_table(path, data, offset, columns, what, name_first=name_first)
         try:
             return _profile(path, kind, frame, what)
         except READ_ERRORS as exc:

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from keet.errors import ProfileError
-from keet.ingest import register
+from keet.ingest import limits, register, sniff
 from keet.ingest.rocprof_common import (
     READ_ERRORS,
     DeviceFacts,
@@ -34,8 +34,6 @@ from keet.ingest.rocprof_common import (
 )
 from keet.profile import Profile
 
-TOOL_KEY = b'"rocprofiler-sdk-tool"'
-
 
 @register
 class RocprofJsonReader:
@@ -43,7 +41,7 @@ class RocprofJsonReader:
     description = "rocprofv3 JSON output (rocprofiler-sdk-tool)"
 
     def sniff(self, head: bytes) -> bool:
-        return head.lstrip()[:1] == b"{" and TOOL_KEY in head[:4096]
+        return sniff.rocprofv3_json(head)
 
     def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
         path = Path(path)
@@ -71,6 +69,8 @@ def _profile(path: Path, document: Any) -> Profile:
         if not isinstance(process, Mapping):
             continue
         rows.extend(_process_rows(process, devices))
+        if len(rows) > limits.max_rows():
+            raise limits.too_many_rows(path, "rocprofv3 JSON")
     if not rows:
         raise ProfileError(path, "rocprofv3 JSON holds no kernel dispatch (run rocprofv3 with --kernel-trace or --pmc)")
     frame = pd.DataFrame(rows).astype(object).where(lambda f: f.notna(), "").astype(str)

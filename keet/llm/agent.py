@@ -8,6 +8,11 @@ more through tools (keet/llm/tools.py), explains causes across findings, connect
 source and proposes an ordered plan with the model's expected effects. Its answer is verified
 (keet/llm/verify.py): unsupported claims go back once with the reasons, what still fails is
 removed and listed as rejected. The document keeps keet explain's JSON shape and adds ``llm``.
+
+The whole run, verification included, ends by its deadline (keet/llm/watch.py): a slow or
+dripping endpoint, a slow tool or a slow chat model is abandoned there. A reply over the size
+cap, or an answer over MAX_ANSWER_CHARS or MAX_CLAIMS, is rejected whole, unverified and
+unprinted; a reply that is not a chat completion is an LLMError (one line, exit status 2).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from keet.llm.settings import (
     LLMError,
     LLMNotInstalled,
     LLMSettings,
+    RunEnded,
     chat_model,
     llm_errors,
 )
@@ -30,11 +36,17 @@ from keet.llm.verify import (
     Claim,
     FactBook,
     check,
+    check_claims,
+    extract_claims,
     finding_facts,
+    plain_text,
     prediction_facts,
+    preview,
     profile_facts,
+    remove_markup,
     remove_unsupported,
     sentence_of,
+    sentences,
     strip_fences,
     walk_result,
 )
@@ -45,11 +57,21 @@ if TYPE_CHECKING:
     import httpx
     from langchain_core.language_models import BaseChatModel
 
+    from keet.llm.watch import RunWatch
+
 # Rounds in which unsupported claims go back to the agent before they are removed.
 REPAIR_ROUNDS = 1
 # Kernels whose diagnosis is in the starting context (the others are a tool call away).
 CONTEXT_KERNELS = 3
 CONTEXT_FINDINGS = 3
+# An answer keet verifies at most: max_tokens=1024 gives about 5,000 characters and a few dozen
+# claims. More is refused whole, unverified: checking costs time per claim, and the output
+# repeats every rejected claim's sentence.
+MAX_ANSWER_CHARS = 20_000
+MAX_CLAIMS = 300
+# Removing a sentence leaves the others' claims as they were, so one pass is the rule; the cap
+# bounds the time of an answer built to need more.
+REMOVAL_PASSES = 3
 
 SYSTEM_PROMPT = f"""You are keet's GPU performance analyst. You explain a GPU kernel profile to the engineer who wrote the kernel.
 
@@ -73,6 +95,7 @@ class RunLimits:
     """Counters of one agent run against the settings' limits (middleware reads and bumps them)."""
 
     settings: LLMSettings
+    watch: RunWatch | None = None  # the run's deadline, when it has one (explain_with_llm's always does)
     model_calls: int = 0
     tool_calls: int = 0
     tokens: int = 0
@@ -85,7 +108,7 @@ class RunLimits:
             return f"model-call limit reached ({s.max_model_calls} calls)"
         if self.tokens >= s.token_budget:
             return f"token budget spent ({self.tokens} of {s.token_budget} tokens)"
-        if time.monotonic() - self.started >= s.deadline_s:
+        if time.monotonic() - self.started >= s.deadline_s or (self.watch is not None and self.watch.expired()):
             return f"deadline reached ({s.deadline_s:g} s)"
         return None
 
@@ -100,7 +123,8 @@ class RunLimits:
 def limits_middleware(limits: RunLimits):
     """langchain middleware that enforces the limits: before each model call the model-call,
     token and time limits (the run ends); once the tool calls are spent the model is called
-    without tools, and a tool call beyond the limit is answered without running it."""
+    without tools, and a tool call beyond the limit or the deadline is answered without running
+    it. A reply the run's watch found malformed becomes one LLMError."""
     from langchain.agents.middleware import AgentMiddleware, hook_config
     from langchain_core.messages import ToolMessage
 
@@ -116,7 +140,19 @@ def limits_middleware(limits: RunLimits):
         def wrap_model_call(self, request, handler):
             if not limits.tools_left():
                 request = request.override(tools=[], tool_choice=None)
-            response = handler(request)
+            watch = limits.watch
+            replies = watch.replies if watch is not None else 0
+            try:
+                response = handler(request)
+            except (LLMError, RunEnded):
+                raise
+            except Exception as exc:
+                # the client's parsing failed on the endpoint's reply: say what was wrong with it
+                if watch is not None and (watch.problem or watch.replies > replies) and not _is_openai_error(exc):
+                    raise malformed_reply(limits.settings, watch.problem or f"the client could not read it ({type(exc).__name__})") from None
+                raise
+            if watch is not None and watch.problem:  # parsed anyway, into something that is not a reply
+                raise malformed_reply(limits.settings, watch.problem)
             limits.model_calls += 1
             for message in response.result:
                 usage = getattr(message, "usage_metadata", None) or {}
@@ -127,10 +163,25 @@ def limits_middleware(limits: RunLimits):
             if not limits.tools_left():
                 return ToolMessage(content=f"tool-call limit reached ({limits.settings.max_tool_calls}); answer now from what you have",
                                    tool_call_id=request.tool_call["id"], name=request.tool_call["name"])
+            if limits.watch is not None and limits.watch.expired():  # the run is over: nothing more runs for it
+                return ToolMessage(content="deadline reached; the run is over", tool_call_id=request.tool_call["id"],
+                                   name=request.tool_call["name"])
             limits.tool_calls += 1
             return handler(request)
 
     return EnforceLimits()
+
+
+def _is_openai_error(exc: BaseException) -> bool:
+    try:
+        import openai
+    except ImportError:
+        return False
+    return isinstance(exc, openai.OpenAIError)
+
+
+def malformed_reply(settings: LLMSettings, problem: str) -> LLMError:
+    return LLMError(f"the LLM endpoint {settings.endpoint()} sent a malformed reply: {problem}")
 
 
 def starting_context(document: dict[str, Any], tools: ProfileTools) -> str:
@@ -166,8 +217,9 @@ def _ns(value: float | None) -> str:
 
 def _evidence(evidence: dict[str, Any]) -> str:
     from keet.explain import evidence_text
+    from keet.llm.tools import shown_evidence
 
-    return evidence_text(evidence)
+    return evidence_text(shown_evidence(evidence))
 
 
 def _prediction_line(entry: dict[str, Any], tools: ProfileTools) -> str:
@@ -198,13 +250,21 @@ def _final_text(messages: list[Any]) -> str:
 
 
 def _invoke(agent, messages: list[Any], limits: RunLimits) -> AgentRun:
+    """One agent run from ``messages``; within the watch's deadline when there is one. A run a
+    limit ends keeps the last prose reply of ``messages`` (the answer before a repair round)."""
     from langgraph.errors import GraphRecursionError
 
-    try:
+    def call() -> dict[str, Any]:
         with llm_errors(limits.settings):
-            state = agent.invoke({"messages": messages}, config={"recursion_limit": 4 * (limits.settings.max_model_calls + 2)})
+            return agent.invoke({"messages": messages}, config={"recursion_limit": 4 * (limits.settings.max_model_calls + 2)})
+
+    try:
+        state = limits.watch.run(call) if limits.watch is not None else call()
     except GraphRecursionError:
         limits.stopped = "step limit of the agent graph reached"
+        return AgentRun(_final_text(messages), messages)
+    except RunEnded as ended:
+        limits.stopped = getattr(ended, "reason", None) or str(ended)
         return AgentRun(_final_text(messages), messages)
     return AgentRun(_final_text(state["messages"]), state["messages"])
 
@@ -228,7 +288,8 @@ def add_tool_facts(book: FactBook, tools: ProfileTools) -> None:
 
 
 def repair_message(answer: str, unsupported: list[Claim]) -> str:
-    reasons = "\n".join(f"- {claim.text!r} in \"{sentence_of(answer, claim)}\": {claim.reason}" for claim in unsupported)
+    found = sentences(answer)
+    reasons = "\n".join(f"- {preview(claim.text)!r} in \"{sentence_of(found, claim)}\": {claim.reason}" for claim in unsupported)
     return ("keet's verifier could not support these claims of your answer:\n" + reasons +
             "\nRewrite the whole answer: use the exact values from the diagnosis or the tools, or drop those claims. "
             "Keep the three sections.")
@@ -236,9 +297,10 @@ def repair_message(answer: str, unsupported: list[Claim]) -> str:
 
 def explain_with_llm(profile: Profile, kernels: list[Kernel] | None = None, settings: LLMSettings | None = None, top: int | None = None,
                      *, baseline: Profile | None = None, model: BaseChatModel | None = None,
-                     http_client: httpx.Client | None = None) -> dict[str, Any]:
+                     http_client: httpx.Client | None = None, strict: bool = True) -> dict[str, Any]:
     """keet explain's document for the kernels (longest first), plus ``llm``: the agent's
     verified answer, the verdict of every claim, the rejected claims and the run's usage.
+    ``strict`` (the default): a number whose sentence does not say what it is about is removed.
 
     ``settings`` defaults to LLMSettings.resolve() (KEET_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY);
     ``model`` replaces the chat model the settings describe (a notebook's own, or a test fake).
@@ -252,40 +314,97 @@ def explain_with_llm(profile: Profile, kernels: list[Kernel] | None = None, sett
     if not chosen:
         raise LLMError(f"{profile.source}: no kernels to explain")
     settings = settings or LLMSettings.resolve()
+    from keet.llm.watch import (
+        RunWatch,  # needs openai: the llm extra, present here (langchain imported above)
+    )
+
     document = explain(profile, chosen, top)
     tools = ProfileTools(profile, baseline)
-    limits = RunLimits(settings)
-    chat = model if model is not None else chat_model(settings, http_client)
-    agent = create_agent(chat, tools.langchain_tools(), system_prompt=SYSTEM_PROMPT, middleware=[limits_middleware(limits)])
-    context = starting_context(document, tools)
-    tools.calls.clear()  # the context's own predictions are facts already; only the agent's calls are listed
-    run = _invoke(agent, [HumanMessage(f"{context}\n\n{TASK}")], limits)
-    book = fact_book(profile, document, chosen, tools)
-    claims = check(run.answer, book)
-    repairs = []
-    for _round in range(REPAIR_ROUNDS):
-        unsupported = [c for c in claims if c.verdict == "unsupported"]
-        if not unsupported or limits.stopped:
-            break
-        repairs.append([c.as_dict() | {"sentence": sentence_of(run.answer, c)} for c in unsupported])
-        run = _invoke(agent, [*run.messages, HumanMessage(repair_message(run.answer, unsupported))], limits)
+    watch = RunWatch(settings.deadline_s)
+    limits = RunLimits(settings, watch)
+    detach, own_client = None, None
+    if model is None:
+        if http_client is None:
+            import openai
+
+            http_client = own_client = openai.DefaultHttpxClient()  # the openai client's defaults, with the watch's hooks
+        detach = watch.attach(http_client)
+    try:
+        chat = model if model is not None else chat_model(settings, http_client)
+        agent = create_agent(chat, tools.langchain_tools(), system_prompt=SYSTEM_PROMPT, middleware=[limits_middleware(limits)])
+        context = starting_context(document, tools)
+        tools.calls.clear()  # the context's own predictions are facts already; only the agent's calls are listed
+        # keet's own facts before the run: building them is part of verifying, inside the deadline
+        book = fact_book(profile, document, chosen, tools)
+        run = _invoke(agent, [HumanMessage(f"{context}\n\n{TASK}")], limits)
         add_tool_facts(book, tools)
-        claims = check(run.answer, book)
-    document["llm"] = verified_section(run.answer, claims, book, repairs, settings, limits, tools)
+        answer, claims, refused = verify_answer(run.answer, book, watch.deadline_at, strict)
+        repairs = []
+        for _round in range(REPAIR_ROUNDS):
+            unsupported = [c for c in claims if c.verdict == "unsupported"]
+            if not unsupported or limits.stopped or watch.expired():
+                break
+            found = sentences(answer)
+            repairs.append([c.as_dict() | {"sentence": sentence_of(found, c)} for c in unsupported])
+            run = _invoke(agent, [*run.messages, HumanMessage(repair_message(answer, unsupported))], limits)
+            add_tool_facts(book, tools)
+            answer, claims, refused = verify_answer(run.answer, book, watch.deadline_at, strict)
+        if watch.oversized:
+            refused.append({"kind": "reply", "text": "(not read)", "verdict": "unsupported", "reason": watch.oversized, "sentence": ""})
+        document["llm"] = verified_section(answer, claims, book, repairs, settings, limits, tools, refused, strict)
+    finally:
+        if detach is not None:
+            detach()
+        if own_client is not None:
+            own_client.close()
+    if watch.expired() and limits.stopped is None:
+        limits.stopped = watch.stopped or watch.deadline_reason()  # reached while verifying
+        document["llm"]["usage"] = limits.as_dict()
     return document
 
 
+def verify_answer(answer: str, book: FactBook, deadline: float | None = None,
+                  strict: bool = True) -> tuple[str, list[Claim], list[dict[str, Any]]]:
+    """(the answer as plain text without markup, its checked claims, the markup removed) or,
+    for an answer over MAX_ANSWER_CHARS or MAX_CLAIMS, ("", [], [the refusal]): such an answer
+    is neither verified nor shown. ``strict``: a number whose subject the sentence does not
+    say is unsupported (else kept, marked unbound)."""
+    why = None
+    if len(answer) > MAX_ANSWER_CHARS:
+        why = f"{len(answer):,} characters, over the cap of {MAX_ANSWER_CHARS:,}"
+    else:
+        # entities first: "&lt;img&gt;" is markup once unescaped
+        answer, removed = remove_markup(plain_text(answer))
+        claims = extract_claims(answer, book, limit=MAX_CLAIMS)
+        if len(claims) > MAX_CLAIMS:
+            why = f"more than {MAX_CLAIMS} claims to check (the cap)"
+        else:
+            return answer, check_claims(claims, book, deadline, strict), removed
+    refusal = {"kind": "reply", "text": preview(answer, 80), "verdict": "unsupported",
+               "reason": f"the whole answer was rejected unverified: {why}", "sentence": ""}
+    return "", [], [refusal]
+
+
 def verified_section(answer: str, claims: list[Claim], book: FactBook, repairs: list, settings: LLMSettings, limits: RunLimits,
-                     tools: ProfileTools) -> dict[str, Any]:
+                     tools: ProfileTools, refused: list[dict[str, Any]] | None = None, strict: bool = True) -> dict[str, Any]:
     """The ``llm`` entry: the answer with unsupported sentences removed (re-checked until none
-    is left), every kept claim's verdict and support, and what was rejected."""
-    rejected = [c.as_dict() | {"sentence": sentence_of(answer, c)} for c in claims if c.verdict == "unsupported"]
+    is left), every kept claim's verdict and support, and what was rejected (``refused``: whole
+    replies rejected for their size, first)."""
+    found = sentences(answer)
+    rejected = [*(refused or []), *(c.as_dict() | {"sentence": sentence_of(found, c)} for c in claims if c.verdict == "unsupported")]
     verified = answer
-    while any(c.verdict == "unsupported" for c in claims):
+    for _pass in range(REMOVAL_PASSES):
+        if not any(c.verdict == "unsupported" for c in claims):
+            break
         shorter = remove_unsupported(verified, claims)
         # every pass removes at least one sentence; one that cannot shrink keeps nothing
         verified = shorter if len(shorter) < len(verified) else ""
-        claims = check(verified, book)
+        # no deadline here: the claims of the kept sentences were checked once already, and
+        # at most MAX_CLAIMS of them take well under a second to check again
+        claims = check(verified, book, strict=strict)
+    else:
+        if any(c.verdict == "unsupported" for c in claims):
+            verified, claims = "", []
     return {
         "model": settings.model,
         "endpoint": settings.endpoint(),

@@ -7,13 +7,47 @@ and `keet explain` without --llm must not pay for them.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from keet.profile import Kernel, Profile
+from keet.cli_options import output_option
+from keet.llm.settings import LLMError
+
+if TYPE_CHECKING:  # annotations only: `keet --help` must not load pandas
+    from keet.profile import Kernel, Profile
+
+# The install commands the README gives (run in the source checkout, as its set-up does); the
+# hints below quote them word for word so that a user sees one command, wherever they look.
+INSTALL_LLM = "pip install -c constraints.txt -e '.[llm]'"
+INSTALL_LLM_LOCAL = "pip install -c constraints.txt -e '.[llm,llm-local]'"
+# Top-level modules of each extra (pyproject.toml). Checked before any import, so that a missing
+# one is a hint, not a ModuleNotFoundError from deep inside langchain or serve.py.
+LLM_MODULES = ("langchain", "langchain_core", "langchain_openai", "langgraph", "openai", "httpx")
+LLM_LOCAL_MODULES = ("llama_cpp", "uvicorn")  # uvicorn: llama-cpp-python's [server] part
+
+
+class ExtrasMissing(LLMError):
+    """A command needs an optional extra that is not installed: one line with the install command."""
+
+
+def install_hint(extras: str, install: str, missing: list[str] | None = None) -> str:
+    """'needs the llm extra (...): pip install ...': the one wording every missing-extra error uses."""
+    plural = "s" if " and " in extras else ""
+    absent = f" ({', '.join(missing)} not installed)" if missing else ""
+    local = "; docs/llm.md gives llama.cpp's build flags" if "llm-local" in extras else ""
+    return f"needs the {extras} extra{plural}{absent}: {install} in the keet source checkout{local}"
+
+
+def require_extras(command: str, modules: tuple[str, ...], extras: str, install: str) -> None:
+    """Raise ExtrasMissing naming the command, the absent modules and the README's install command."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ExtrasMissing(f"{command} {install_hint(extras, install, missing)}")
+
 
 # (option, parameter, click keywords): the flags `explain` gains, collected into llm_args.
 _OPTIONS: list[tuple[str, str, dict[str, Any]]] = [
@@ -47,6 +81,7 @@ def llm_options(command: Callable) -> Callable:
 
 def explain_output(profile: Profile, kernels: list[Kernel], top: int | None, fmt: str, llm_args: dict[str, Any]) -> str:
     """keet explain's output with the agent's verified explanation (text, markdown or json)."""
+    require_extras("keet explain --llm", LLM_MODULES, "llm", INSTALL_LLM)
     from keet.explain import to_json, to_text
     from keet.llm.agent import explain_with_llm
     from keet.llm.settings import LLMSettings
@@ -95,6 +130,7 @@ def llm_group() -> None:
 def serve(gguf: str | None, port: int, n_ctx: int, threads: int | None, chat_format: str) -> None:
     """Start a llama.cpp OpenAI-compatible server on 127.0.0.1 and print the base URL to use.
     It runs until interrupted (Ctrl-C)."""
+    require_extras("keet llm serve", LLM_MODULES + LLM_LOCAL_MODULES, "llm and llm-local", INSTALL_LLM_LOCAL)
     from keet.llm.serve import LocalServer, default_gguf
 
     server = LocalServer(gguf or default_gguf(), port=port, n_ctx=n_ctx, threads=threads, chat_format=chat_format)
@@ -108,23 +144,54 @@ def serve(gguf: str | None, port: int, n_ctx: int, threads: int | None, chat_for
 @click.option("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL).")
 @click.option("--model", help="Model name (default: $KEET_MODEL).")
 @click.option("--questions", "questions_path", type=click.Path(dir_okay=False), help="Questions JSON (default: generate from the zoo).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Write the results JSON here.")
+@click.option("--profiles", "profiles_path", type=click.Path(file_okay=False),
+              help="The zoo's profiles folder to generate the questions from (default: profiles/ in the working directory "
+                   "or a parent, else in the source checkout).")
+@output_option("out_path", help="Write the results JSON here.")
 @click.option("--limit", type=click.IntRange(min=1), help="Ask only the first N questions.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds per request.")
+@click.option("--deadline", "deadline_s", type=click.FloatRange(min=1), default=120.0, show_default=True,
+              help="Seconds per question, reading the reply included.")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=64, show_default=True,
               help="Tokens per reply (an answer is one letter; the rest is prose the parser reads through).")
-def evaluate(base_url: str | None, model: str | None, questions_path: str | None, out_path: str | None, limit: int | None,
-             timeout_s: float, max_tokens: int) -> None:
+@click.option("--claims", "claims", is_flag=True,
+              help="Instead: score the verifier on the labelled claim set (profiles/llm_eval/claims/), held-back fifth; no model needed.")
+def evaluate(base_url: str | None, model: str | None, questions_path: str | None, profiles_path: str | None, out_path: str | None,
+             limit: int | None, timeout_s: float, deadline_s: float, max_tokens: int, claims: bool) -> None:
     """Multiple-choice questions about the zoo kernels, asked with and without keet's
-    explanation as context; prints the accuracy of each."""
+    explanation as context; prints the accuracy of each. With --claims: the verifier's
+    precision and recall on the claim set."""
+    if claims:
+        _evaluate_claims(profiles_path, out_path)
+        return
+    require_extras("keet llm eval", LLM_MODULES, "llm", INSTALL_LLM)
     from keet.llm.evaluate import evaluate_endpoint, load_questions, zoo_questions
     from keet.llm.settings import LLMSettings
 
-    settings = LLMSettings.resolve(model, base_url, timeout_s=timeout_s, max_tokens=max_tokens)
-    questions = load_questions(questions_path) if questions_path else zoo_questions()
+    settings = LLMSettings.resolve(model, base_url, timeout_s=timeout_s, deadline_s=deadline_s, max_tokens=max_tokens)
+    questions = load_questions(questions_path) if questions_path else zoo_questions(profiles=profiles_path)
     results = evaluate_endpoint(settings, questions[:limit] if limit else questions)
     if out_path:
-        with open(out_path, "w") as out:
-            json.dump(results, out, indent=1)
+        from keet.outputs import atomic_write_text
+
+        atomic_write_text(out_path, json.dumps(results, indent=1))
     for mode, score in results["accuracy"].items():
         click.echo(f"{mode}: {score['correct']}/{score['asked']} correct ({score['accuracy']:.1%}; chance {score['chance']:.1%})")
+
+
+def _evaluate_claims(profiles_path: str | None, out_path: str | None) -> None:
+    """`keet llm eval --claims`: the stored claim set (generated if absent), scored on its
+    held-back fifth (and, for reference, the rest)."""
+    from keet.llm.claims import evaluate_claims, generate, load_claims
+    from keet.project_data import profiles_dir
+
+    stored = profiles_dir(profiles_path) / "llm_eval" / "claims" / "claims.json"
+    claims = load_claims(stored) if stored.is_file() else generate(profiles_path)
+    scores = evaluate_claims(claims, profiles_path, splits=("held_back", "dev"))
+    if out_path:
+        with open(out_path, "w") as out:
+            json.dump(scores, out, indent=1)
+    for split, score in scores.items():
+        click.echo(f"{split}: misattributed rejected {score['misattributed_rejected']}/{score['misattributed']} "
+                   f"({score['rejection_rate']:.1%}); correct accepted {score['correct_accepted']}/{score['correct']} "
+                   f"({score['acceptance_rate']:.1%})")

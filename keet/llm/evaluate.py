@@ -7,6 +7,9 @@ context. Generation is seeded and deterministic; the explanations are stored wit
 questions (profiles/llm_eval/questions.json), so an evaluation does not reload profiles.
 
     questions = zoo_questions()                        # or load_questions(path)
+
+The zoo is the profiles/ folder given, else the one keet.project_data finds (the working
+directory or a parent, then the source checkout): after `pip install .` it is not in the package.
     results = evaluate_endpoint(LLMSettings.resolve(model=..., base_url=...), questions)
 """
 
@@ -22,9 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from keet.llm.settings import LLMSettings, chat_model, llm_errors
+from keet.llm.settings import LLMError, LLMSettings, chat_model, llm_errors
+from keet.project_data import profiles_dir
 
-PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 SEED = 9
 LETTERS = "ABCD"
 SLOWEST_QUESTIONS = 12
@@ -32,23 +35,25 @@ CONTEXT_FINDINGS = 3
 SYSTEM = "You answer multiple-choice questions about GPU kernels. Reply with the letter of one option (A, B, C or D) only."
 
 
-def _zoo() -> list[dict[str, Any]]:
-    return tomllib.loads((PROFILES / "zoo.toml").read_text())["kernel"]
+def _zoo(profiles: Path) -> list[dict[str, Any]]:
+    return tomllib.loads((profiles / "zoo.toml").read_text())["kernel"]
 
 
-def _measured() -> dict[str, dict[str, Any]]:
-    manifest = json.loads((PROFILES / "manifest.json").read_text())
+def _measured(profiles: Path) -> dict[str, dict[str, Any]]:
+    manifest = json.loads((profiles / "manifest.json").read_text())
     return {entry["program"]: entry["measured"] for entry in manifest["kernels"]}
 
 
-def explanation_context(program: str) -> str:
+def explanation_context(program: str, profiles: str | Path | None = None) -> str:
     """keet explain's text for the kernel's H100 profile (top findings), as a model reads it."""
     from keet.explain import explain, to_text
     from keet.ingest import load_profile
 
-    profile = load_profile(PROFILES / "h100" / "ncu" / f"{program}.ncu-rep.xz")
+    profiles = profiles_dir(profiles)
+    profile = load_profile(profiles / "h100" / "ncu" / f"{program}.ncu-rep.xz")
     text = to_text(explain(profile, None, CONTEXT_FINDINGS))
-    return "\n".join(line for line in text.splitlines() if not line.startswith(str(PROFILES)))
+    # the header line names the file: where the zoo lies is no part of the question
+    return "\n".join(line for line in text.splitlines() if not line.startswith(str(profiles)))
 
 
 def _options(correct: str, pool: list[str], rng: random.Random) -> tuple[list[str], str]:
@@ -57,13 +62,15 @@ def _options(correct: str, pool: list[str], rng: random.Random) -> tuple[list[st
     return options, LETTERS[options.index(correct)]
 
 
-def zoo_questions(seed: int = SEED) -> list[dict[str, Any]]:
-    """Every zoo kernel's dominant bottleneck, and which of four kernels is slowest on H100."""
+def zoo_questions(seed: int = SEED, profiles: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every zoo kernel's dominant bottleneck, and which of four kernels is slowest on H100
+    (profiles: the zoo's folder; None: found by keet.project_data)."""
     from keet.rules.base import CATEGORIES
 
+    profiles = profiles_dir(profiles)
     rng = random.Random(seed)
-    zoo = _zoo()
-    contexts = {entry["program"]: explanation_context(entry["program"]) for entry in zoo}
+    zoo = _zoo(profiles)
+    contexts = {entry["program"]: explanation_context(entry["program"], profiles) for entry in zoo}
     questions = []
     for entry in zoo:
         options, answer = _options(entry["category"], list(CATEGORIES), rng)
@@ -73,7 +80,7 @@ def zoo_questions(seed: int = SEED) -> list[dict[str, Any]]:
             "options": options, "answer": answer, "context": contexts[entry["program"]],
             "source": f"profiles/zoo.toml category of {entry['program']} (realistic={entry['realistic']}, secondary={entry['secondary']})",
         })
-    measured = _measured()
+    measured = _measured(profiles)
     programs = sorted(p for p in measured if "h100" in measured[p])
     for index in range(SLOWEST_QUESTIONS):
         chosen = rng.sample(programs, 4)
@@ -119,21 +126,54 @@ def parse_answer(reply: str, options: list[str]) -> str | None:
     return letters.pop() if len(letters) == 1 else None
 
 
-def ask(model, settings: LLMSettings, question: dict[str, Any], with_context: bool) -> dict[str, Any]:
+def ask(model, settings: LLMSettings, question: dict[str, Any], with_context: bool, watch=None) -> dict[str, Any]:
+    """One question; with a RunWatch attached to the model's client, within its deadline, and a
+    reply that is not a chat completion is one LLMError (as in keet explain --llm)."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
+    from keet.llm.agent import malformed_reply
+
     started = time.monotonic()
+    messages = [SystemMessage(SYSTEM), HumanMessage(prompt(question, with_context))]
     with llm_errors(settings):
-        reply = model.invoke([SystemMessage(SYSTEM), HumanMessage(prompt(question, with_context))]).text
+        try:
+            response = watch.run(model.invoke, messages) if watch is not None else model.invoke(messages)
+        except Exception as exc:
+            if watch is not None and watch.problem:
+                raise malformed_reply(settings, watch.problem) from None
+            if watch is not None and watch.stopped:
+                raise LLMError(f"the LLM endpoint {settings.endpoint()} did not answer question {question['id']} "
+                               f"within the deadline: {watch.stopped}") from None
+            raise exc
+        if watch is not None and watch.problem:
+            raise malformed_reply(settings, watch.problem)
+        reply = response.text
     chosen = parse_answer(reply, question["options"])
     return {"id": question["id"], "with_context": with_context, "reply": reply[:300], "chosen": chosen,
             "correct": chosen == question["answer"], "seconds": round(time.monotonic() - started, 2)}
 
 
 def evaluate_endpoint(settings: LLMSettings, questions: list[dict[str, Any]]) -> dict[str, Any]:
-    """Ask every question without and with context; accuracy per mode, beside chance (1 in 4)."""
-    model = chat_model(settings)
-    answers = [ask(model, settings, q, with_context) for q in questions for with_context in (False, True)]
+    """Ask every question without and with context; accuracy per mode, beside chance (1 in 4).
+    Each question runs under its own watch: the settings' deadline, the reply size cap."""
+    import openai
+
+    from keet.llm.watch import RunWatch
+
+    client = openai.DefaultHttpxClient()
+    model = chat_model(settings, client)
+    answers = []
+    try:
+        for q in questions:
+            for with_context in (False, True):
+                watch = RunWatch(settings.deadline_s)
+                detach = watch.attach(client)
+                try:
+                    answers.append(ask(model, settings, q, with_context, watch))
+                finally:
+                    detach()
+    finally:
+        client.close()
     accuracy = {}
     for mode, with_context in (("without_context", False), ("with_context", True)):
         asked = [a for a in answers if a["with_context"] == with_context]
@@ -145,7 +185,8 @@ def evaluate_endpoint(settings: LLMSettings, questions: list[dict[str, Any]]) ->
             "questions": len(questions), "accuracy": accuracy, "answers": answers}
 
 
-def write_questions(path: str | Path, seed: int = SEED) -> None:
+def write_questions(path: str | Path, seed: int = SEED, profiles: str | Path | None = None) -> None:
+    questions = zoo_questions(seed, profiles)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps({"seed": seed, "generated_by": "keet.llm.evaluate.zoo_questions", "questions": zoo_questions(seed)},
+    Path(path).write_text(json.dumps({"seed": seed, "generated_by": "keet.llm.evaluate.zoo_questions", "questions": questions},
                                      indent=1) + "\n")

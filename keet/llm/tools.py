@@ -1,19 +1,26 @@
 """The agent's tools: read-only questions over our own objects (Profile, Diagnosis, Prediction).
 
 Each tool returns a JSON object. Every string that came from the profile file (kernel names,
-file paths, source text, raw metric names, the profiler's rule text) is fenced as data
-(keet/llm/fence.py). Each call is recorded with its arguments and its result, because the
-verifier accepts a number the agent saw in a tool result as supported.
+file paths, source text, raw metric names, units other than keet's own, stall reasons, the
+profiler's rule ids, kinds, titles and messages) is fenced as data (keet/llm/fence.py). Each call
+is recorded with its arguments and its result, because the verifier accepts a number the agent
+saw in a tool result as supported.
 
-Errors a model can make (an unknown kernel, a bad regular expression, an unknown GPU) come
-back as ``{"error": ...}`` so the agent can correct itself instead of the run failing.
+Errors a model can make (an unknown kernel, a bad pattern, an unknown GPU) come back as
+``{"error": ...}`` so the agent can correct itself instead of the run failing.
+
+The model's arguments are untrusted too. The metrics tool takes a *pattern*, not a regular
+expression: Python's ``re`` backtracks, has no timeout and holds the interpreter while it runs,
+so a model's ``^(\\w+)+$`` over a long metric name would hang the run past any deadline. A pattern
+is matched by ``name_matcher`` in time linear in the name.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +34,144 @@ if TYPE_CHECKING:
 
 MAX_METRIC_ROWS = 40
 MAX_HOT_LINES = 8
+MAX_LISTED_KERNELS = 50
+MAX_PATTERN_CHARS = 200
+# How much of a model's argument an error message or the run's record repeats.
+ECHO_CHARS = 80
 # Components of a prediction's breakdown for which the expected effect of halving is given.
 EFFECT_COMPONENTS = 4
 
 
 class ToolInputError(ValueError):
     """A tool argument the model got wrong; its message goes back to the model."""
+
+
+def echo(value: object, limit: int = ECHO_CHARS) -> str:
+    """A model's argument as an error message or a record repeats it: repr, cut to ``limit``."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+@functools.cache
+def known_units() -> frozenset[str]:
+    """keet's own unit names (its canonical vocabulary's and the base units of keet.units)."""
+    from keet.canonical import vocabulary
+
+    return frozenset({m.unit for m in vocabulary()} | {"", "%", "ns", "byte", "byte/second", "hz", "flop", "flop/second"})
+
+
+def shown_unit(unit: object) -> object:
+    """A unit as the model sees it: keet's own as it is, anything else (a profile's raw unit, or a
+    canonical value whose unit keet did not recognise) fenced."""
+    return unit if not isinstance(unit, str) or unit in known_units() else fence(unit)
+
+
+PATTERN_HELP = ("a pattern is text to find in metric names (case-insensitive), with | between alternatives, * or .* for any "
+                "characters, ^ and $ to anchor at the start or end, and \\ before a character to take it literally; "
+                "e.g. dram|l2, ^sm__*pct$; regular expressions are not accepted")
+_UNSUPPORTED = "()[]{}+?"
+
+
+def name_matcher(pattern: str) -> Callable[[str], bool]:
+    """A predicate for metric names from a pattern (see PATTERN_HELP). Each alternative is a
+    glob: literal pieces between wildcards, found in order by str.find, so a match costs time
+    linear in the name whatever the pattern. Raises ToolInputError for what it does not accept,
+    rather than reading regular-expression syntax as text and matching nothing in silence."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolInputError(f"pattern of {len(pattern):,} characters; at most {MAX_PATTERN_CHARS}")
+    return _matcher([_alternative(tokens) for tokens in _split_alternatives(_tokens(pattern.lower()))])
+
+
+def _tokens(pattern: str) -> list[tuple[str, str]]:
+    """("text", char) for a literal character, ("op", char) for | ^ $ and "*" for a wildcard."""
+    tokens: list[tuple[str, str]] = []
+    position = 0
+    while position < len(pattern):
+        char = pattern[position]
+        position += 1
+        if char == "\\":
+            if position == len(pattern):
+                raise ToolInputError(f"the pattern ends with a lone \\; {PATTERN_HELP}")
+            char = pattern[position]
+            position += 1
+            if char.isalnum():  # \w, \d, \b ...
+                raise ToolInputError(f"\\{char} is regular-expression syntax; {PATTERN_HELP}")
+            tokens.append(("text", char))
+        elif char == "*" or (char == "." and pattern[position:position + 1] == "*"):
+            position += char == "."
+            tokens.append(("op", "*"))
+        elif char in "|^$":
+            tokens.append(("op", char))
+        elif char in _UNSUPPORTED:
+            raise ToolInputError(f"{char!r} in the pattern is not supported: {PATTERN_HELP}")
+        else:
+            tokens.append(("text", char))
+    return tokens
+
+
+def _split_alternatives(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    alternatives: list[list[tuple[str, str]]] = [[]]
+    for token in tokens:
+        if token == ("op", "|"):
+            alternatives.append([])
+        else:
+            alternatives[-1].append(token)
+    return alternatives
+
+
+def _alternative(tokens: list[tuple[str, str]]) -> tuple[bool, list[str], bool]:
+    """(anchored at the start, the literal pieces between wildcards, anchored at the end)."""
+    start = bool(tokens) and tokens[0] == ("op", "^")
+    tokens = tokens[1:] if start else tokens
+    end = bool(tokens) and tokens[-1] == ("op", "$")
+    tokens = tokens[:-1] if end else tokens
+    pieces = [""]
+    for kind, char in tokens:
+        if kind == "text":
+            pieces[-1] += char
+        elif char == "*":
+            pieces.append("")
+        else:  # ^ or $ anywhere but at an end
+            raise ToolInputError(f"{char!r} anchors only at the start (^) or the end ($) of an alternative; {PATTERN_HELP}")
+    return start, pieces, end
+
+
+def _matcher(alternatives: list[tuple[bool, list[str], bool]]) -> Callable[[str], bool]:
+    def glob(name: str, start: bool, pieces: list[str], end: bool) -> bool:
+        # unanchored ends are wildcards: "dram" is "*dram*"
+        first, *middle = pieces
+        last = middle.pop() if middle else None
+        if last is None:  # no wildcard inside: one piece
+            if start and end:
+                return name == first
+            if start:
+                return name.startswith(first)
+            if end:
+                return name.endswith(first)
+            return first in name
+        low = len(first) if start else 0
+        if start and not name.startswith(first):
+            return False
+        high = len(name) - len(last) if end else len(name)
+        if end and (high < low or not name.endswith(last)):
+            return False
+        if not start:
+            found = name.find(first, low, high)
+            if found < 0:
+                return False
+            low = found + len(first)
+        for piece in middle:  # leftmost match of each piece leaves the most room for the rest
+            found = name.find(piece, low, high)
+            if found < 0:
+                return False
+            low = found + len(piece)
+        return end or name.find(last, low) >= 0
+
+    def matches(name: str) -> bool:
+        lowered = name.lower()
+        return any(glob(lowered, start, pieces, end) for start, pieces, end in alternatives)
+
+    return matches
 
 
 @dataclass
@@ -62,7 +201,7 @@ class ProfileTools:
         found = profile.select(str(key).strip())
         if not found:
             names = ", ".join(f"{k.id}" for k in profile.kernels[:20])
-            raise ToolInputError(f"no kernel matches {key!r}; kernel ids are {names} (list_kernels names them)")
+            raise ToolInputError(f"no kernel matches {echo(key)}; kernel ids are {names} (list_kernels names them)")
         return found[0]
 
     def diagnosis_entry(self, kernel: Kernel, profile: Profile | None = None) -> dict[str, Any]:
@@ -82,7 +221,8 @@ class ProfileTools:
 
     def list_kernels(self) -> dict[str, Any]:
         rows = []
-        for kernel in kernels_by_duration(self.profile):
+        ranked = kernels_by_duration(self.profile)
+        for kernel in ranked[:MAX_LISTED_KERNELS]:
             summary = kernel_summary(self.profile, kernel)
             findings = self.diagnosis_entry(kernel)["diagnosis"]
             rows.append({
@@ -91,7 +231,10 @@ class ProfileTools:
                 "top_finding": findings[0]["category"] if findings else None,
             })
         device = self.profile.device
-        return {"device": fence(device.name), "sm_count": device.sm_count, "kernels": rows}
+        listed = {"device": fence(device.name), "sm_count": device.sm_count, "kernels": rows}
+        if len(ranked) > MAX_LISTED_KERNELS:
+            listed["truncated"] = f"the {MAX_LISTED_KERNELS} longest of {len(ranked)} kernels; the others by id or name"
+        return listed
 
     def kernel_summary(self, kernel: str | None = None) -> dict[str, Any]:
         chosen = self.kernel(kernel)
@@ -102,17 +245,17 @@ class ProfileTools:
         chosen = self.kernel(kernel)
         if origin not in ("canonical", "raw", "all"):
             raise ToolInputError("origin must be canonical, raw or all")
-        try:
-            regex = re.compile(pattern or ".", re.IGNORECASE)
-        except re.error as exc:
-            raise ToolInputError(f"not a regular expression: {exc}") from None
         table = self.profile.metrics[self.profile.metrics["kernel"] == chosen.id]
         if origin != "all":
             table = table[table["origin"] == origin]
         exact = table[table["metric"] == pattern]
-        table = exact if not exact.empty else table[table["metric"].map(lambda name: bool(regex.search(name)))]
+        if exact.empty:
+            matches = name_matcher(pattern)  # before the table: a bad pattern is an error even where no metric is
+            table = table[table["metric"].map(lambda name: matches(str(name)))]
+        else:
+            table = exact
         rows = [
-            {"metric": name if row_origin == "canonical" else fence(name), "value": value, "unit": unit, "origin": row_origin}
+            {"metric": name if row_origin == "canonical" else fence(name), "value": value, "unit": shown_unit(unit), "origin": row_origin}
             for name, value, unit, row_origin in zip(table["metric"], table["value"], table["unit"], table["origin"])
         ]
         result: dict[str, Any] = {"kernel": chosen.id, "metrics": rows[:MAX_METRIC_ROWS]}
@@ -128,7 +271,7 @@ class ProfileTools:
             "findings": [fenced_finding(f) for f in entry["diagnosis"]],
             "not_assessed": [{"category": n["category"], "missing": n["missing"]} for n in entry["not_assessed"]],
             "profiler_rules": [
-                {"rule": fence(r.rule_id), "kind": r.kind, "title": fence(r.title), "message": fence(r.message),
+                {"rule": fence(r.rule_id), "kind": fence(r.kind), "title": fence(r.title), "message": fence(r.message),
                  "estimated_speedup_pct": r.estimated_speedup_pct}
                 for r in chosen.rule_results if r.kind not in ("ok", "none")
             ],
@@ -147,7 +290,7 @@ class ProfileTools:
             "counter": found.counter_label,
             "hotspots": [
                 {"file": fence(h.file), "line": h.line, "text": fence(h.text.strip()) if h.text else None, "share": h.share,
-                 "value": h.value, "top_stall": h.top_stall}
+                 "value": h.value, "top_stall": fence(h.top_stall)}  # a stall counter's name, from the file
                 for h in lines
             ],
         }
@@ -189,7 +332,8 @@ class ProfileTools:
             "device": fence(self.profile.device.name), "baseline_ns": before.duration_ns, "ns": after.duration_ns,
             "speedup": result.speedup, "resolved": [f["category"] for f in result.resolved],
             "appeared": [f["category"] for f in result.appeared], "persisting": [f["category"] for f, _ in result.persisting],
-            "explanation": result.explanation,
+            # keet's sentences, but they quote the profiles' units and evidence as read
+            "explanation": [fence(sentence) for sentence in result.explanation],
         }
 
     def _side(self, profile: Profile, kernel: Kernel):
@@ -209,7 +353,9 @@ class ProfileTools:
         except ToolInputError as exc:
             result = {"error": str(exc)}
         shown = rounded(result)
-        self.calls.append(ToolCall(name, args, shown))
+        # the record is printed with the answer: a model's megabyte argument is not
+        recorded = {key: value if not isinstance(value, str) or len(value) <= ECHO_CHARS else echo(value) for key, value in args.items()}
+        self.calls.append(ToolCall(name, recorded, shown))
         return json.dumps(shown, ensure_ascii=False, default=str)
 
     def langchain_tools(self) -> list[BaseTool]:
@@ -246,7 +392,7 @@ class ProfileTools:
         tools = [
             make("list_kernels", "Every kernel of the profile, longest first: id, name, time, share, launch, top finding.", list_kernels),
             make("kernel_summary", f"Launch, resources, duration and headline metrics of one kernel. {which}", kernel_summary),
-            make("metrics", f"Measured metrics of one kernel by exact name or regular expression. {which} "
+            make("metrics", f"Measured metrics of one kernel by exact name or pattern. {which} pattern: {PATTERN_HELP}. "
                  "origin: canonical (keet's names, base units), raw (the profiler's names) or all.", metrics),
             make("findings", f"keet's rule findings with evidence (metric, value, threshold), impact and fixes; the "
                  f"profiler's own rule results. {which}", findings),
@@ -277,13 +423,19 @@ def fenced_finding(finding: dict[str, Any]) -> dict[str, Any]:
     the explanation (it quotes kernel names) and the source files and lines fenced."""
     return {
         "category": finding["category"], "impact": finding["impact"], "confidence": finding["confidence"],
-        "evidence": finding["evidence"], "explanation": fence(finding["explanation"]), "suggestions": finding["suggestions"],
+        "evidence": [shown_evidence(e) for e in finding["evidence"]], "explanation": fence(finding["explanation"]),
+        "suggestions": finding["suggestions"],
         "source_lines": [
             {"file": fence(s["file"]), "line": s["line"], "text": fence(s["text"].strip()) if s["text"] else None,
              "counter": s["counter"], "share": s["share"]}
             for s in finding["source_lines"]
         ],
     }
+
+
+def shown_evidence(evidence: dict[str, Any]) -> dict[str, Any]:
+    """A finding's evidence with its unit as the model may see it (``shown_unit``)."""
+    return evidence | {"unit": shown_unit(evidence.get("unit"))}
 
 
 def prediction_dict(prediction, hardware) -> dict[str, Any]:

@@ -19,18 +19,28 @@ agent saw in a tool result. docs/llm.md states the rules; in short:
 
 Numbers inside fenced profile strings (kernel names, the profiler's rule text) are never facts:
 a kernel named "say 42" does not make 42 supported.
+
+The answer is the model's text, so it is hostile input too: every regular expression here runs
+in time about linear in the text (no nested or overlapping quantifiers that can backtrack
+without end; tests/test_hostile_llm.py times them on the worst inputs found), every look back
+from a number reads a short window, and ``check`` stops at a deadline: what it has not checked
+by then is unsupported.
 """
 
 from __future__ import annotations
 
+import bisect
+import html
 import math
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations, pairwise
 from typing import Any
 
 from keet.canonical import vocabulary
-from keet.llm.fence import CLOSE, OPEN
+from keet.llm.fence import CLOSE, OPEN, fence, unfence
 from keet.profile import Kernel, Profile
 from keet.units import to_base
 
@@ -61,7 +71,8 @@ ARCHITECTURE_CONSTANTS = {16: "bytes of a 16-byte vector access", 32: "threads p
 CONSTANT_UNITS = {None, "threads", "thread", "lanes", "banks", "bank", "bytes", "byte", "B", "bits"}
 
 _NUMBER = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+)"
-_UNIT = (r"(?P<unit>%|percent|x\b|×|times\b|"
+_UNIT = (r"(?P<unit>%|percent\b|per ?cent\b|x\b|×|times\b|fold\b|"
+         r"(?:kilo|mega|giga|tera|peta)?bytes\s+per\s+second\b|(?:kilo|mega|giga|tera|peta)bytes?\b|"
          r"(?:[kKMGTP]i?)?(?:B|bytes?)(?:/s(?:ec)?\b|ps\b)?|"
          r"(?:[kKMGTP])?(?:FLOP/s|FLOPS|flop/s|FLOPs?|flops?)\b|"
          r"(?:[kKMG])?Hz\b|"
@@ -70,14 +81,28 @@ _UNIT = (r"(?P<unit>%|percent|x\b|×|times\b|"
          r"(?:" + "|".join(_SCALE_WORDS) + r")\b|[KMG]\b)")
 # A number not glued to a name on its left (H100, sm_90, fp32, float4, v2.1) and not the start of
 # one; after a digit and a hyphen it is the second end of a range ("1.3-1.5x").
-_CLAIM = re.compile(r"(?:(?<![\w.\-/])|(?<=\d-))(?P<sign>[-+−])?" + _NUMBER + r"(?![\w.]*[A-Za-z_][\w]*\()(?P<gap>[ \u00a0\-]?)" + _UNIT + "?",
+# The lookahead skips a number that begins a call's name ("4x4_kernel(" , "v2.load("): the run of
+# word characters and dots after it ends in "(" and its last dot-free part holds a letter or _.
+# Written so that each character is read once ((?:\w*\.)*+ takes the dotted parts, possessively;
+# [^\WA-Za-z_]*+ the non-letters before the first letter): the plain [\w.]*[A-Za-z_]\w*\( tried
+# every split of a long run.
+_CALL_FOLLOWS = r"(?!(?:\w*\.)*+[^\WA-Za-z_]*+[A-Za-z_]\w*+\()"
+_CLAIM = re.compile(r"(?:(?<![\w.\-/])|(?<=\d-))(?P<sign>[-+−])?" + _NUMBER + _CALL_FOLLOWS + r"(?P<gap>[ \u00a0\-]?)" + _UNIT + "?",
                     re.UNICODE)
 _ORDINAL = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:step\s+)?\d+[.)]\s|^\s*#+\s*\d+[.)]?\s", re.IGNORECASE)
-_STEP = re.compile(r"\b(?:step|phase|stage|option|change|priority|finding|item)\s+#?$", re.IGNORECASE)
-_SOURCE_REF = re.compile(r"(?P<file>[\w./\-]+\.(?:cu|cuh|h|hpp|cpp|cc|c|hip|cl|py|f90))(?::|\s+line\s+)(?P<line>\d+)"
+_STEP = re.compile(r"\b(?:step|phase|stage|option|change|priority|finding|item|kernel|id)\s+#?$", re.IGNORECASE)
+# (?<![\w./\-]): a file name starts where its path does (the leftmost match is the same); without
+# it the engine retried every position of a long run of path characters, each time to its end.
+_SOURCE_REF = re.compile(r"(?<![\w./\-])(?P<file>[\w./\-]+\.(?:cu|cuh|h|hpp|cpp|cc|c|hip|cl|py|f90))(?::|\s+line\s+)(?P<line>\d+)"
                          r"|\blines?\s+(?P<bare>\d+)(?:\s*(?:-|–|to|and)\s*(?P<bare_end>\d+))?", re.IGNORECASE)
 _CODE_SPAN = re.compile(r"```[\w+-]*\n(?P<block>.*?)```|`(?P<span>[^`\n]+)`", re.DOTALL)
-_METRIC = re.compile(r"(?<![\w/])[A-Za-z][A-Za-z0-9_]*(?:(?:__|\.)[A-Za-z0-9_]+)+(?![\w(])")
+# A dotted or double-underscore name (sol.dram_pct, dram__bytes_read.sum). As first written,
+# [A-Za-z][A-Za-z0-9_]*(?:(?:__|\.)[A-Za-z0-9_]+)+, every "__" could be a separator or part of a
+# name, and "a__a__a...(" took exponential time (30 parts: minutes). Same names, one reading:
+# dotted parts taken possessively, or, with no dot, a "__" with a name character after it.
+_METRIC = re.compile(r"(?<![\w/])[A-Za-z](?:[A-Za-z0-9_]*+(?:\.[A-Za-z0-9_]++)+|(?=[A-Za-z0-9_]*?__[A-Za-z0-9_])[A-Za-z0-9_]++)(?![\w(])")
+# How far back from a number its hedge ("about") or its step word ("step 3") is looked for.
+_LOOK_BACK = 64
 _FILE_SUFFIX = re.compile(r"\.(cu|cuh|h|hpp|cpp|cc|c|hip|cl|py|f90|md|json|txt|xz|ncu-rep)$", re.IGNORECASE)
 _GPU_MENTION = re.compile(r"\b(H100|H200|B200|A100|MI300X|MI300A|MI250X)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
@@ -89,10 +114,13 @@ def unit_dimension(unit: str | None) -> tuple[str | None, list[float]]:
     (two for K/M/G/T bytes: decimal and binary)."""
     if not unit:
         return None, [1.0]
-    if unit in ("%", "percent"):
+    if unit in ("%", "percent") or unit.replace(" ", "") == "percent":
         return "percent", [1.0]
-    if unit in ("x", "×", "times"):
+    if unit in ("x", "×", "times", "fold"):
         return "ratio", [1.0]
+    if match := re.fullmatch(r"(kilo|mega|giga|tera|peta)?(bytes?)(\s+per\s+second)?", unit):
+        prefix = {"kilo": "k", "mega": "M", "giga": "G", "tera": "T", "peta": "P"}.get(match.group(1) or "", "")
+        return unit_dimension(f"{prefix}B{'/s' if match.group(3) else ''}")
     if unit in _TIME:
         return "time", [_TIME[unit]]
     if unit.lower() in _SCALE_WORDS:
@@ -123,9 +151,9 @@ def fact_dimension(unit: str) -> tuple[str, float]:
         return "time", value
     if base in ("%",):
         return "percent", 1.0
-    if base in ("byte",):
+    if base in ("byte", "B"):  # "B": the hardware database's spelling
         return "bytes", value
-    if base in ("byte/second", "byte/s"):
+    if base in ("byte/second", "byte/s", "B/s"):
         return "rate", value
     if base == "hz":
         return "freq", value
@@ -136,6 +164,112 @@ def fact_dimension(unit: str) -> tuple[str, float]:
     if base in ("x", "ratio"):
         return "ratio", 1.0
     return "count", 1.0
+
+
+# ------------------------------------------------------------------ binding
+
+# What a number is about, read from the words around it (a claim) or from where a fact came from
+# (its origin and metric name): topic tokens, a scope and roles. One vocabulary serves both sides,
+# so that "DRAM throughput" in an answer and sol.dram_pct in the profile meet on the token "dram".
+# Each pattern is a plain alternation of words (no nested quantifiers): linear in the text.
+_TOPICS = (
+    ("dram", r"dram|hbm|device memory|global memory|off-chip|memory bandwidth|memory throughput"),
+    ("l2", r"l2|lts"),
+    ("l1", r"l1|l1tex|texture cache"),
+    ("shared", r"shared|smem|lds"),
+    ("registers", r"registers?|regs"),
+    ("spill", r"spill\w*|local memory"),
+    ("occupancy", r"occupancy"),
+    ("threads", r"threads?"),
+    ("blocks", r"blocks?|ctas?|workgroups?|grid"),
+    ("warps", r"warps?|wavefronts?"),
+    ("duration", r"durations?|runtime|run time|execution time|elapsed|took|takes|take|ran|runs|lasts?|time|ns"),
+    ("share", r"share|gpu time"),
+    ("impact", r"impact|at stake|recoverable|could save|to gain"),
+    ("confidence", r"confidence|confident"),
+    ("fp32", r"fp32|fma|ffma|single[- ]precision"),
+    ("fp64", r"fp64|dfma|double[- ]precision"),
+    ("tensor", r"tensor|mma|wmma|hmma"),
+    ("sfu", r"sfu|xu|transcendental|special[- ]function"),
+    ("int", r"int|integer|alu|imad"),
+    ("lsu", r"lsu|load[- ]store"),
+    ("fp16", r"fp16|half[- ]precision"),
+    ("stall", r"stall\w*"),
+    ("hit", r"hit rate|hit|hits"),
+    ("bank", r"bank conflicts?|bank"),
+    ("sectors", r"sectors?"),
+    ("clock", r"clock|frequency"),
+    ("sm", r"sms?|multiprocessors?|cus|compute units?"),
+    ("halved", r"halv\w*|if halved"),
+    ("speed", r"faster|slower|speed-?ups?|quicker|vs"),
+    ("samples", r"samples?|hot ?spots?"),
+    ("instructions", r"instructions?|inst|ipc|issued?"),
+    ("atomics", r"atomics?"),
+    ("divergence", r"divergen\w*|branch efficiency"),
+    ("cache", r"cache"),
+    ("component", r"components?|breakdown|part of"),
+    ("capacity", r"capacity|memory size|memory_bytes|of memory|gb of|hbm capacity"),
+)
+# (?=[A-Za-z]): every topic word starts with a letter; without it, each position between
+# punctuation and digits ("`1`1`1...") tried all the alternatives
+_TOPIC = re.compile(r"\b(?=[A-Za-z])(?:" + "|".join(f"(?P<{name}>{words})" for name, words in _TOPICS) + r")\b", re.IGNORECASE)
+# Tokens that narrow a quantity (a hit rate is not a throughput, what is at stake is not the
+# duration): a fact that has one binds only to a claim that says it.
+QUALIFIERS = frozenset({"impact", "confidence", "hit", "spill", "halved", "bank", "samples", "component"})
+_SCOPES = (
+    ("thread", r"per[ -]thread|/\s?thread|each thread|every thread"),
+    ("block", r"per[ -](?:thread[ -])?blocks?|/\s?block|per[ -]cta|each block|every block|per[ -]workgroup"),
+    ("total", r"in total|total|overall|altogether|in all|all threads|whole grid|entire grid|launched|sum"),
+    ("warp", r"per[ -]warp|/\s?warp|warp active|warp predicated"),
+)
+_SCOPE = re.compile(r"(?=[A-Za-z/])(?:" + "|".join(f"(?P<{name}>{words})" for name, words in _SCOPES) + r")(?!\w)", re.IGNORECASE)
+_ROLES = (
+    ("threshold", r"thresholds?|cut-?offs?|triggers?|fires?"),
+    ("model", r"predict\w*|models?|modell?ed|estimat\w*|expects?|expected|attainable|speed of light|forecasts?"),
+    ("peak", r"peak|theoretical|spec|specification|maximum|nominal|hardware|capacity"),
+)
+_ROLE = re.compile(r"\b(?=[A-Za-z])(?:" + "|".join(f"(?P<{name}>{words})" for name, words in _ROLES) + r")\b", re.IGNORECASE)
+# Where a sentence's clauses end: a number's words are those of its own clause.
+_CLAUSE = re.compile(r"[,;:()\[\]]|\s[-–—]\s|\b(?:and|but|while|whereas|which|so|than)\b", re.IGNORECASE)
+_FINDING = re.compile(r"\bfinding ([a-z0-9_]+)")
+_KERNEL_REF = re.compile(r"\bkernel\s+(?:#|id\s+)?(?P<id>\d+)\b|\[(?P<bracket>\d+)\]", re.IGNORECASE)
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|" + re.escape(OPEN) + r".*?" + re.escape(CLOSE))
+# Dimensions whose hardware figure is a peak: the kernel's own figure is what it achieved.
+PEAK_DIMENSIONS = {"rate", "flop_rate", "freq"}
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a number is about: its topic tokens, scope and roles."""
+
+    topic: frozenset[str] = frozenset()
+    scope: str | None = None
+    roles: frozenset[str] = frozenset()
+
+
+def read_subject(text: str) -> Subject:
+    """The topic, scope and roles the words of ``text`` give (underscores and dots as spaces,
+    so that metric names read as words)."""
+    words = text.replace("_", " ").replace(".", " ")
+    topic = frozenset(m.lastgroup for m in _TOPIC.finditer(words))
+    scopes = [m.lastgroup for m in _SCOPE.finditer(words)]
+    roles = frozenset(m.lastgroup for m in _ROLE.finditer(words))
+    return Subject(topic, scopes[0] if scopes else None, roles)
+
+
+_DESCRIBED: dict[str, Subject] = {}
+
+
+def describe_fact(origin: str, metric: str | None, about: str) -> Subject:
+    """A fact's subject from its origin (profile strings, quoted or fenced, say nothing), metric
+    and ``about`` words; cached: origins repeat for every kernel."""
+    key = f"{re.sub(r'kernels? [0-9 and]+', '', origin)}|{metric}|{about}"
+    found = _DESCRIBED.get(key)
+    if found is None:
+        if len(_DESCRIBED) > 100_000:
+            _DESCRIBED.clear()
+        found = _DESCRIBED[key] = read_subject(" ".join((_QUOTED.sub(" ", key.replace("|", " ")),)))
+    return found
 
 
 # ------------------------------------------------------------------ facts
@@ -150,6 +284,9 @@ class Fact:
     origin: str
     gpus: frozenset[str] = frozenset()
     metric: str | None = None
+    kernel: int | None = None  # the kernel it is about; None: the device, a GPU, the profile
+    subject: Subject = Subject()
+    category: str | None = None  # the finding it is a figure of
 
 
 @dataclass
@@ -160,24 +297,82 @@ class FactBook:
     metric_names: set[str] = field(default_factory=set)
     source_lines: dict[str, set[int]] = field(default_factory=dict)  # file basename -> lines that exist
     source_texts: list[str] = field(default_factory=list)
+    kernel_names: dict[str, set[int]] = field(default_factory=dict)  # a kernel's name, lower case -> its ids
+    kernel_ids: set[int] = field(default_factory=set)
+    categories: set[str] = field(default_factory=set)  # of the findings
+    own_gpu: str | None = None  # the profile's GPU: the one a sentence naming none talks about
+    # the kernel an answer is about until it names one: the longest (the tools' default too)
+    default_kernel: int | None = None
+    _names: re.Pattern[str] | None = None
 
-    def add(self, value: Any, unit: str, origin: str, gpus: tuple[str | None, ...] = (), metric: str | None = None) -> None:
+    def add(self, value: Any, unit: str, origin: str, gpus: tuple[str | None, ...] = (), metric: str | None = None,
+            kernel: int | None = None, about: str = "") -> None:
+        """A fact; ``about``: words that say what it is where its origin does not."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             return
         dimension, factor = fact_dimension(unit)
         tags = frozenset(g for g in gpus if g)
-        self.facts.append(Fact(float(value) * factor, dimension, origin, tags, metric))
+        if kernel is None and (named := re.match(r"kernel (\d+)\b", origin)):
+            kernel = int(named.group(1))
+        subject = describe_fact(origin, metric, about)
+        if dimension == "time" and "duration" not in subject.topic:  # every time is a duration of something
+            subject = Subject(subject.topic | {"duration"}, subject.scope, subject.roles)
+        finding = _FINDING.search(origin)
+        self.facts.append(Fact(float(value) * factor, dimension, origin, tags, metric, kernel, subject, finding and finding.group(1)))
 
-    def add_fraction(self, value: Any, origin: str, gpus: tuple[str | None, ...] = ()) -> None:
+    def add_fraction(self, value: Any, origin: str, gpus: tuple[str | None, ...] = (), kernel: int | None = None, about: str = "") -> None:
         """A share (0..1) is said as a percent."""
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            self.add(value * 100.0, "%", origin, gpus)
+            self.add(value * 100.0, "%", origin, gpus, kernel=kernel, about=about)
 
-    def add_text(self, text: str, origin: str, gpus: tuple[str | None, ...] = ()) -> None:
-        """The numbers of a text keet wrote (a finding's explanation, a model note)."""
+    def add_text(self, text: str, origin: str, gpus: tuple[str | None, ...] = (), kernel: int | None = None) -> None:
+        """The numbers of a text keet wrote (a finding's explanation, a model note), each about
+        what its clause says and what the origin is."""
+        tags = frozenset(g for g in gpus if g)
+        if kernel is None and (named := re.match(r"kernel (\d+)\b", origin)):
+            kernel = int(named.group(1))
+        base = describe_fact(origin, None, "")
         for claim in extract_numbers(text, 0, 0):
+            words = read_subject(_clause_at(text, claim.start))
+            subject = Subject(base.topic | words.topic | ({"duration"} if claim.dimension == "time" else set()),
+                              words.scope or base.scope, base.roles | words.roles)
+            finding = _FINDING.search(origin)
             for factor in claim.factors:
-                self.facts.append(Fact(claim.magnitude * factor, claim.dimension or "count", f"{origin}: {claim.text!r}", frozenset(g for g in gpus if g)))
+                self.facts.append(Fact(claim.magnitude * factor, claim.dimension or "count", f"{origin}: {claim.text!r}", tags,
+                                       None, kernel, subject, finding and finding.group(1)))
+
+    def add_kernel(self, kernel: Kernel) -> None:
+        """A kernel's names as an answer may write them: whole, without its arguments or
+        namespace, and without a "_kernel" ending."""
+        self.kernel_ids.add(kernel.id)
+        name = unfence(kernel.name) if isinstance(kernel.name, str) else ""
+        forms = {name, name.split("(")[0], name.split("(")[0].rsplit("::", 1)[-1]}
+        forms |= {f.removesuffix("_kernel") for f in set(forms) if len(f.removesuffix("_kernel")) >= 4}
+        for form in forms:
+            if form.strip() and len(form) <= 200:
+                self.kernel_names.setdefault(form.strip().lower(), set()).add(kernel.id)
+        self._names = None
+
+    def kernels_named(self, text: str) -> frozenset[int]:
+        """The ids of the kernels ``text`` names ("kernel 3", "[3]", or a kernel's name)."""
+        found = set()
+        for match in _KERNEL_REF.finditer(text):
+            number = int(match.group("id") or match.group("bracket"))
+            if number in self.kernel_ids:
+                found.add(number)
+        if self.kernel_names:
+            if self._names is None:
+                # longest first, so that "sgemm_tiled_kernel" wins over "sgemm_tiled"
+                alternatives = sorted(self.kernel_names, key=len, reverse=True)
+                self._names = re.compile(r"(?<![\w])(?:" + "|".join(map(re.escape, alternatives)) + r")(?![\w])", re.IGNORECASE)
+            for match in self._names.finditer(text):
+                found |= self.kernel_names.get(match.group(0).lower(), set())
+        return frozenset(found)
+
+    def name_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where ``text`` names kernels: their words say nothing about a number's quantity."""
+        self.kernels_named("")  # compiles the names
+        return [m.span() for m in self._names.finditer(text)] if self._names is not None else []
 
     def add_source(self, file: str, text: str | None, lines: list[int]) -> None:
         name = file.rsplit("/", 1)[-1]
@@ -192,8 +387,8 @@ class FactBook:
         if not a or not b:
             return
         for ratio in (a / b, b / a):
-            self.add(ratio, "x", origin, gpus)
-            self.add(abs(ratio - 1) * 100, "%", f"{origin} (percent difference)", gpus)
+            self.add(ratio, "x", origin, gpus, about="speedup")
+            self.add(abs(ratio - 1) * 100, "%", f"{origin} (percent difference)", gpus, about="speedup")
 
 
 def profile_facts(book: FactBook, profile: Profile, kernels: list[Kernel], own_gpu: str | None) -> None:
@@ -202,18 +397,24 @@ def profile_facts(book: FactBook, profile: Profile, kernels: list[Kernel], own_g
     book.metric_names.update(m.name for m in vocabulary())
     book.metric_names.update(profile.metrics["metric"].unique().tolist())
     device = profile.device
+    book.own_gpu = book.own_gpu or own_gpu
+    for kernel in kernels:
+        book.add_kernel(kernel)
+    timed = [k for k in kernels if k.duration_ns]
+    if book.default_kernel is None and (timed or kernels):
+        book.default_kernel = max(timed, key=lambda k: k.duration_ns).id if timed else kernels[0].id
     for name in ("sm_count", "sm_clock_hz", "max_sm_clock_hz", "memory_clock_hz", "memory_bytes", "memory_bus_width_bits", "l2_bytes"):
         unit = "hz" if name.endswith("_hz") else ("byte" if name.endswith("_bytes") else "")
-        book.add(getattr(device, name), unit, f"device {name}", (own_gpu,))
+        book.add(getattr(device, name), unit, f"device {name}", (own_gpu,), about="hardware")
     total = profile.total_duration_ns()
     for kernel in kernels:
         where = f"kernel {kernel.id}"
         book.add(kernel.duration_ns, "ns", f"{where} duration", (own_gpu,))
         if kernel.duration_ns and total:
             book.add_fraction(kernel.duration_ns * kernel.invocations / total, f"{where} share of GPU time")
-        for name, dims in (("grid", kernel.grid), ("block", kernel.block)):
+        for name, dims, about in (("grid", kernel.grid, "blocks"), ("block", kernel.block, "threads per block")):
             for value in dims or ():
-                book.add(value, "", f"{where} {name} dimension")
+                book.add(value, "", f"{where} {name} dimension", about=about)
         for name in ("blocks", "threads_per_block", "registers_per_thread", "shared_bytes_per_block", "invocations",
                      "static_shared_bytes", "dynamic_shared_bytes"):
             book.add(getattr(kernel, name), "byte" if "bytes" in name else "", f"{where} {name}")
@@ -237,8 +438,9 @@ def finding_facts(book: FactBook, document: dict[str, Any], own_gpu: str | None)
     for entry in document["kernels"]:
         where = f"kernel {entry['id']}"
         for finding in entry["diagnosis"]:
+            book.categories.add(finding["category"])
             origin = f"{where} finding {finding['category']}"
-            book.add_fraction(finding["impact"], f"{origin} impact")
+            book.add_fraction(finding["impact"], f"{origin} impact", about="of runtime")
             book.add_fraction(finding["confidence"], f"{origin} confidence")
             if entry.get("duration_ns"):
                 book.add(finding["impact"] * entry["duration_ns"], "ns", f"{origin} time at stake", (own_gpu,))
@@ -250,8 +452,11 @@ def finding_facts(book: FactBook, document: dict[str, Any], own_gpu: str | None)
             for suggestion in finding["suggestions"]:
                 book.add_text(suggestion, f"{origin} suggestion", (own_gpu,))
             for line in finding["source_lines"]:
-                book.add_fraction(line["share"], f"{origin} share of {line['file']}:{line['line']}")
-                book.add(line["value"], "", f"{origin} {line['counter']} at {line['file']}:{line['line']}")
+                # origins reach the model in a repair request ("closest known: ... from ..."): the
+                # profile's file name goes fenced
+                where_line = f"{fence(line['file'])}:{line['line']}"
+                book.add_fraction(line["share"], f"{origin} share of {where_line}", about="samples")
+                book.add(line["value"], "", f"{origin} {line['counter']} at {where_line}", about="samples")
                 book.add_source(line["file"], None, [line["line"]])
 
 
@@ -283,32 +488,46 @@ _FRACTION_KEYS = {"share", "impact", "confidence"}
 _RATIO_KEYS = {"speedup", "speedup_if_halved"}
 
 
-def walk_result(book: FactBook, result: Any, origin: str, gpus: tuple[str | None, ...] = (), key: str = "") -> None:
+def walk_result(book: FactBook, result: Any, origin: str, gpus: tuple[str | None, ...] = (), key: str = "",
+                kernel: int | None = None) -> None:
     """Every number of a tool result, with its unit from a sibling ``unit`` or from its key;
     keet's own strings give their numbers too, fenced profile strings do not."""
     if isinstance(result, dict):
         if "value" in result and "unit" in result:
-            book.add(result["value"], result["unit"], f"{origin} {result.get('metric', key)}", gpus, result.get("metric"))
+            # the tools fence a profile's own units and raw metric names; keet converts with the
+            # unit and binds to the name as the model writes it, without the fence (the origin
+            # keeps the fence: it goes back to the model in a repair request)
+            unit, metric = unfence(result["unit"]), unfence(result.get("metric"))
+            unit = unit if isinstance(unit, str) else ""
+            metric = metric if isinstance(metric, str) else None
+            book.add(result["value"], unit, f"{origin} {result.get('metric', key)}", gpus, metric, kernel)
             if "compared_with" in result:
-                book.add(result["compared_with"], result["unit"], f"{origin} threshold of {result.get('metric', key)}", gpus)
+                book.add(result["compared_with"], unit, f"{origin} threshold of {result.get('metric', key)}", gpus, kernel=kernel)
         tags = (*gpus, result.get("gpu")) if isinstance(result.get("gpu"), str) else gpus
+        # a result about one kernel says so ("kernel": id): its numbers are that kernel's
+        kernel = result["kernel"] if isinstance(result.get("kernel"), int) and not isinstance(result.get("kernel"), bool) else kernel
+        if isinstance(result.get("id"), int) and key in ("kernels", "kernel"):
+            kernel = result["id"]
         for name, value in result.items():
             if name not in ("value", "compared_with") or "unit" not in result:
-                walk_result(book, value, origin, tags, name if key != "breakdown_ns" else f"{name}_ns")
+                # a breakdown's entries are components of the time, not the time
+                walk_result(book, value, origin, tags, name if key != "breakdown_ns" else f"{name}_ns component", kernel)
     elif isinstance(result, list):
         for item in result:
-            walk_result(book, item, origin, gpus, key)
+            walk_result(book, item, origin, gpus, key, kernel)
     elif isinstance(result, str):
         if OPEN not in result:
-            book.add_text(result, f"{origin} {key}", gpus)
+            book.add_text(result, f"{origin} {key}", gpus, kernel)
     elif isinstance(result, (int, float)):
+        if key in ("kernel", "id"):
+            return  # which kernel a result is about, not a figure of it
         if key in _FRACTION_KEYS:
-            book.add_fraction(result, f"{origin} {key}", gpus)
+            book.add_fraction(result, f"{origin} {key}", gpus, kernel)
         elif key in _RATIO_KEYS:
-            book.add(result, "x", f"{origin} {key}", gpus)
+            book.add(result, "x", f"{origin} {key}", gpus, kernel=kernel, about=key.replace("_", " "))
         else:
-            unit = next((unit for suffix, unit in _KEY_UNITS if key.endswith(suffix)), "")
-            book.add(result, unit, f"{origin} {key}", gpus)
+            unit = next((unit for suffix, unit in _KEY_UNITS if key.removesuffix(" component").endswith(suffix)), "")
+            book.add(result, unit, f"{origin} {key}", gpus, kernel=kernel)
 
 
 # ------------------------------------------------------------------ claims
@@ -328,13 +547,16 @@ class Claim:
     tolerance: float = 0.0  # in the claim's own unit
     metric: str | None = None  # the metric a number is bound to
     gpus: frozenset[str] = frozenset()  # GPUs its sentence names
-    verdict: str = "unchecked"  # supported, unsupported, exempt
+    kernels: frozenset[int] = frozenset()  # kernels its sentence names (or the last one named before)
+    categories: frozenset[str] = frozenset()  # findings (bottleneck categories) its sentence names
+    subject: Subject = Subject()  # what its clause says it is
+    verdict: str = "unchecked"  # supported, unsupported, exempt, unbound (kept only when not strict)
     support: str = ""  # the fact that supports it, or why it is exempt
     reason: str = ""  # why it is unsupported
 
     def as_dict(self) -> dict[str, Any]:
-        found = {"kind": self.kind, "text": self.text, "verdict": self.verdict}
-        if self.verdict == "unsupported":
+        found = {"kind": self.kind, "text": preview(self.text), "verdict": self.verdict}
+        if self.verdict in ("unsupported", "unbound"):
             found["reason"] = self.reason
         else:
             found["support"] = self.support
@@ -355,26 +577,90 @@ def _stated_tolerance(number: str, hedged: bool) -> float:
     return 0.5 * 10.0**zeros
 
 
+_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_SCALES = {"hundred": 100, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_WORD = "|".join([*_ONES, *_TENS, *_SCALES, "dozen"])
+# A number in words ("ninety-nine", "a thousand", "two hundred and fifty"): words from one list
+# joined by spaces or hyphens; "a"/"an" only before a scale word. Each word is read once.
+_WORD_NUMBER = re.compile(r"(?<![\w-])(?:an?\s+(?=hundred|thousand|million|billion|trillion|dozen))?(?P<words>(?:(?:" + _WORD + r")\b)"
+                          r"(?:[\s-](?:and\s)?(?:(?:" + _WORD + r")\b))*+)(?![\w])(?P<gap>[ \u00a0\-]?)" + _UNIT + "?", re.IGNORECASE)
+_HEX = re.compile(r"(?<![\w.])0[xX](?P<hex>[0-9A-Fa-f]{1,16})(?![\w.])(?P<gap>[ \u00a0\-]?)" + _UNIT + "?")
+
+
+def words_value(words: str) -> int:
+    """ "ninety-nine" -> 99, "two hundred and fifty thousand" -> 250000."""
+    total = current = 0
+    for word in re.split(r"[\s-]+", words.lower()):
+        if word in _ONES:
+            current += _ONES.index(word)
+        elif word in _TENS:
+            current += 20 + 10 * _TENS.index(word)
+        elif word == "dozen":
+            current = (current or 1) * 12
+        elif word == "hundred":
+            current = (current or 1) * 100
+        elif word in _SCALES:
+            total += (current or 1) * int(_SCALES[word])
+            current = 0
+    return total + current
+
+
+def _unit_of(match: re.Match[str], text: str) -> str | None:
+    unit = match.group("unit")
+    if unit and match.group("gap") == "-" and unit not in _COUNT_WORDS and not unit.endswith(("byte", "bytes")) and unit != "fold":
+        unit = None  # "2-way", "16-bit": a hyphen joins words, not a number and its unit
+    if unit and unit[0].isalpha() and match.end() < len(text) and (text[match.end()].isalnum() or text[match.end()] == "_"):
+        unit = None
+    return unit
+
+
+def _spelled_numbers(text: str, offset: int, sentence: int) -> list[Claim]:
+    """Numbers in words and in hexadecimal: claims like any other ("ten-fold", "0x3E8")."""
+    found = []
+    for match in _WORD_NUMBER.finditer(text):
+        words = match.group("words")
+        if words.lower() in ("and",):
+            continue
+        value = words_value(words)
+        unit = _unit_of(match, text)
+        before = text[max(0, match.start() - _LOOK_BACK): match.start()]
+        hedged = any(before.rstrip().lower().endswith(h) for h in HEDGES)
+        dimension, factors = unit_dimension(unit)
+        found.append(Claim("number", match.group(0).strip(), sentence, offset + match.start(),
+                           float(value), dimension, factors, _stated_tolerance(str(value), hedged)))
+    for match in _HEX.finditer(text):
+        unit = _unit_of(match, text)
+        dimension, factors = unit_dimension(unit)
+        found.append(Claim("number", match.group(0).strip(), sentence, offset + match.start(), float(int(match.group("hex"), 16)),
+                           dimension, factors, 0.5))
+    return found
+
+
 def extract_numbers(text: str, offset: int, sentence: int) -> list[Claim]:
     """The numbers of a piece of text with their units; ordinals and digits inside names are skipped."""
-    claims = []
+    claims = _spelled_numbers(text, offset, sentence)
+    spelled = bytearray(len(text) + 1)
+    for claim in claims:
+        spelled[claim.start - offset: claim.start - offset + len(claim.text)] = b"\x01" * len(claim.text)
+    # where the text's content starts: a number before it is at the head of a list item (O(1)
+    # per number; text[:start].strip() per number was quadratic in a long line of numbers)
+    content = len(text) - len(text.lstrip().lstrip("-*#").lstrip())
     for match in _CLAIM.finditer(text):
-        before = text[: match.start()]
-        if _ORDINAL.match(text[: match.end("num") + 2]) and not before.strip().strip("-*#").strip():
+        if spelled[match.start()]:
+            continue
+        before = text[max(0, match.start() - _LOOK_BACK): match.start()]
+        if match.start() <= content and _ORDINAL.match(text[: match.end("num") + 2]):
             continue
         if _STEP.search(before):
             continue
-        unit = match.group("unit")
-        if unit and match.group("gap") == "-" and unit not in _COUNT_WORDS and not unit.endswith(("byte", "bytes")):
-            unit = None  # "2-way", "16-bit": a hyphen joins words, not a number and its unit
-        if unit and unit[0].isalpha() and match.end() < len(text) and (text[match.end()].isalnum() or text[match.end()] == "_"):
-            unit = None
+        unit = _unit_of(match, text)
         number = match.group("num")
         hedged = any(before.rstrip().lower().endswith(h) for h in HEDGES)
         dimension, factors = unit_dimension(unit)
         claims.append(Claim("number", match.group(0).strip() if unit else number, sentence, offset + match.start("num"),
                             abs(float(number.replace(",", ""))), dimension, factors, _stated_tolerance(number, hedged)))
-    return claims
+    return sorted(claims, key=lambda c: c.start)
 
 
 def _range_units(claims: list[Claim], text: str, offset: int) -> None:
@@ -404,30 +690,107 @@ def sentences(answer: str) -> list[tuple[int, str]]:
     return found
 
 
-def extract_claims(answer: str, book: FactBook) -> list[Claim]:
-    """Every claim of the answer, sentence by sentence."""
+def _clauses(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text``'s clauses (cut at punctuation and conjunctions)."""
+    spans, start = [], 0
+    for cut in _CLAUSE.finditer(text):
+        spans.append((start, cut.start()))
+        start = cut.end()
+    spans.append((start, len(text)))
+    return spans
+
+
+def _clause_at(text: str, start: int, spans: list[tuple[int, int]] | None = None, topics: list[bool] | None = None) -> str:
+    """The words of the clause a number at ``start`` is in; when they name no quantity, those
+    of the nearest clause that does (before it, then after it). ``spans`` and ``topics`` (does
+    each clause name a quantity): computed once per sentence by the caller with many numbers."""
+    spans = spans if spans is not None else _clauses(text)
+    topics = topics if topics is not None else [bool(read_subject(text[a:b]).topic) for a, b in spans]
+    here = bisect.bisect_right([a for a, _b in spans], start) - 1 if len(spans) < 64 else _span_index(spans, start)
+    here = max(here, 0)
+    # the words near the number only: reading a whole clause of thousands of numbers once per
+    # number was quadratic
+    own = text[max(spans[here][0], start - 2 * _LOOK_BACK): min(spans[here][1], start + 2 * _LOOK_BACK)]
+    if topics[here]:
+        return own
+    # at most 64 clauses either way: a hostile sentence of thousands of clauses must not be
+    # searched whole for each of its numbers
+    before = next((i for i in range(here - 1, max(-1, here - 65), -1) if topics[i]), None)
+    after = next((i for i in range(here + 1, min(len(spans), here + 65)) if topics[i]), None)
+    other = before if before is not None else after
+    if other is None:
+        return own
+    a, b = spans[other]
+    return f"{own} {text[max(a, b - 2 * _LOOK_BACK): b] if other < here else text[a: min(b, a + 2 * _LOOK_BACK)]}"
+
+
+def _span_index(spans: list[tuple[int, int]], start: int) -> int:
+    lo, hi = 0, len(spans) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if spans[mid][0] <= start:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def bind(claim: Claim, text: str, offset: int, spans: list[tuple[int, int]], topics: list[bool]) -> None:
+    """The claim's subject: the words of its clause (kernel and GPU names blanked out), a time
+    with no word for what it is being a duration."""
+    words = _clause_at(text, claim.start - offset, spans, topics)
+    subject = read_subject(words)
+    if claim.dimension == "time" and not subject.topic:
+        subject = Subject(frozenset({"duration"}), subject.scope, subject.roles)
+    claim.subject = subject
+
+
+def extract_claims(answer: str, book: FactBook, limit: int | None = None) -> list[Claim]:
+    """Every claim of the answer, sentence by sentence (with ``limit``: stop once there are more
+    than ``limit``; the caller refuses such an answer whole). Each number carries what its
+    sentence says it is about: kernels (named here, else the last named), GPUs, its clause's
+    quantity, scope and roles."""
     claims: list[Claim] = []
     prefixes = {name.split(".")[0] for name in book.metric_names if "." in name and "__" not in name}
+    last_kernels = frozenset({book.default_kernel}) if book.default_kernel is not None else frozenset()
     for index, (offset, sentence) in enumerate(sentences(answer)):
+        if limit is not None and len(claims) > limit:
+            break
         gpus = frozenset(GPU_NAMES[m.lower()] for m in _GPU_MENTION.findall(sentence))
-        taken: list[tuple[int, int]] = []
+        named = book.kernels_named(sentence)
+        if named:
+            last_kernels = named
+        chars = list(_GPU_MENTION.sub(lambda m: " " * len(m.group(0)), sentence))
+        for a, b in book.name_spans(sentence):
+            chars[a:b] = " " * (b - a)
+        blanked = "".join(chars)
+        spans = _clauses(blanked)
+        # whether each clause names a quantity, read once per sentence, not once per number
+        topics = [bool(_TOPIC.search(blanked[a:b].replace("_", " ").replace(".", " "))) for a, b in spans]
+        # the characters a claim already covers (a list of spans searched per match was
+        # quadratic in a line of thousands of claims)
+        covered = bytearray(len(sentence) + 1)
+
+        def take(span: tuple[int, int], covered: bytearray = covered) -> None:
+            covered[span[0]:span[1]] = b"\x01" * (span[1] - span[0])
+
         found: list[Claim] = []
         for match in _SOURCE_REF.finditer(sentence):
-            taken.append(match.span())
+            take(match.span())
             found.append(Claim("source_line", match.group(0), index, offset + match.start()))
         for match in _CODE_SPAN.finditer(sentence):
             code = match.group("block") or match.group("span")
             if any(ch.isdigit() for ch in code) and not _METRIC.fullmatch(code.strip()):
-                taken.append(match.span())
+                take(match.span())
                 found.append(Claim("code", code.strip(), index, offset + match.start()))
         for match in _METRIC.finditer(sentence):
             name = match.group(0)
-            if _FILE_SUFFIX.search(name) or any(s <= match.start() < e for s, e in taken):
+            if _FILE_SUFFIX.search(name) or covered[match.start()]:
                 continue
             if "__" in name or name.split(".")[0] in prefixes or name in book.metric_names:
-                taken.append(match.span())
+                take(match.span())
                 found.append(Claim("metric", name, index, offset + match.start()))
-                binding = _leading_binding(sentence[match.end():])
+                binding = _leading_binding(sentence, match.end())
                 bound = _CLAIM.match(sentence, match.end() + len(binding))
                 if bound:
                     number = extract_numbers(sentence[bound.start():bound.end()], offset + bound.start(), index)
@@ -436,19 +799,27 @@ def extract_claims(answer: str, book: FactBook) -> list[Claim]:
                         if any(binding.lower().rstrip().endswith(h) for h in HEDGES):  # "is about 70%"
                             claim.tolerance = _stated_tolerance(bound.group("num"), hedged=True)
                         found.append(claim)
-                        taken.append(bound.span())
-        numbers = [c for c in extract_numbers(sentence, offset, index) if not any(s <= c.start - offset < e for s, e in taken)]
+                        take(bound.span())
+        numbers = [c for c in extract_numbers(sentence, offset, index) if not covered[c.start - offset]]
         _range_units(numbers, sentence, offset)
+        categories = frozenset(c for c in book.categories if c in sentence)
         for claim in found + numbers:
             claim.gpus = gpus
+            claim.categories = categories
+            claim.kernels = last_kernels
+            if claim.kind == "number":
+                bind(claim, blanked, offset, spans, topics)
         claims.extend(sorted(found + numbers, key=lambda c: c.start))
     return claims
 
 
-def _leading_binding(rest: str) -> str:
-    """The words between a metric name and the number it is said to have ("= ", " is about ")."""
-    match = re.match(r"(?:\s*(?:=|:|is|was|of|at|reads|shows|reached|reaches|equals)\s*(?:about|around|roughly|~|≈)?\s*)", rest,
-                     re.IGNORECASE)
+_BINDING = re.compile(r"(?:\s*(?:=|:|is|was|of|at|reads|shows|reached|reaches|equals)\s*(?:about|around|roughly|~|≈)?\s*)", re.IGNORECASE)
+
+
+def _leading_binding(sentence: str, position: int) -> str:
+    """The words between a metric name (ending at ``position``) and the number it is said to
+    have ("= ", " is about ")."""
+    match = _BINDING.match(sentence, position)
     return match.group(0) if match else ""
 
 
@@ -486,26 +857,91 @@ def _closest(claim: Claim, book: FactBook) -> str:
     return f" (closest known: {fact.value / claim.factors[0]:.4g} from {fact.origin})"
 
 
-def check_number(claim: Claim, book: FactBook) -> None:
+def binding(claim: Claim, fact: Fact, book: FactBook) -> tuple[str, str]:
+    """("bound", "") when the fact is about what the claim's sentence says it is: the same GPU
+    (the profile's own where the sentence names none), the same kernel, the same quantity and
+    scope, the same role (a threshold, the model, a hardware peak, or a measurement);
+    ("unbound", why) when the sentence does not say enough to tell; ("other", why) when it
+    says something else."""
+    said = claim.gpus or (frozenset({book.own_gpu}) if book.own_gpu else frozenset())
+    if fact.gpus and not fact.gpus & said:
+        return "other", f"it is a figure of {', '.join(sorted(fact.gpus))}, the sentence is about {', '.join(sorted(said)) or 'no GPU it names'}"
+    if fact.kernel is not None:
+        if not claim.kernels:
+            return "unbound", "the answer names no kernel, and the profile has several"
+        if fact.kernel not in claim.kernels:
+            return "other", f"it is kernel {fact.kernel}'s, the sentence is about kernel {', '.join(map(str, sorted(claim.kernels)))}"
+    if fact.category and claim.categories and fact.category not in claim.categories:
+        return "other", f"it is a figure of the {fact.category} finding, the sentence is about {', '.join(sorted(claim.categories))}"
+    subject, about = claim.subject, fact.subject
+    for role, words in (("threshold", "a rule's threshold"), ("model", "the model's figure")):
+        if (role in about.roles) != (role in subject.roles):
+            return "other", (f"it is {words}, the sentence states it as something else" if role in about.roles
+                             else f"the sentence states {words}, the matching value is not one")
+    if fact.dimension in PEAK_DIMENSIONS and ("peak" in about.roles) != ("peak" in subject.roles):
+        return "other", ("it is a hardware peak, the sentence states it as achieved" if "peak" in about.roles
+                         else "the sentence states a peak, the matching value is an achieved one")
+    if claim.metric is not None:
+        return "bound", ""
+    if not subject.topic:
+        return "unbound", "the sentence does not say what quantity the number is"
+    if not subject.topic <= about.topic or (about.topic & QUALIFIERS) - subject.topic:
+        return "other", f"it is {_quantity(about)}, the sentence says {_quantity(subject)}"
+    if subject.scope in ("thread", "block", "warp") and about.scope != subject.scope or subject.scope == "total" and about.scope in ("thread", "block", "warp"):
+        return "other", f"it is {_scope(about.scope)}, the sentence says {_scope(subject.scope)}"
+    return "bound", ""
+
+
+def _quantity(subject: Subject) -> str:
+    return " ".join(sorted(subject.topic)) or "no quantity"
+
+
+def _scope(scope: str | None) -> str:
+    return {"thread": "per thread", "block": "per block", "warp": "per warp", "total": "a total"}.get(scope or "", "not per thread or block")
+
+
+# Numbers a reader knows from the architecture are exempt only when said of what they are.
+_CONSTANT_TOPICS = frozenset({"threads", "warps", "bank", "sectors", "cache"})
+
+
+def check_number(claim: Claim, book: FactBook, strict: bool = True) -> None:
+    """Supported by a fact of its value (within its stated digits) about what its sentence says
+    it is; unbound (unsupported when ``strict``) when the sentence does not say enough."""
+    unbound = other = ""
     for fact in book.facts:
         if _compatible(claim, fact) and any(_matches(claim, fact, factor) for factor in claim.factors):
-            claim.verdict, claim.support = "supported", fact.origin
-            return
+            verdict, why = binding(claim, fact, book)
+            if verdict == "bound":
+                claim.verdict, claim.support = "supported", fact.origin
+                return
+            if verdict == "unbound":
+                unbound = unbound or why
+            else:
+                other = other or f"{fact.origin} has this value, but {why}"
     if claim.metric is None and claim.dimension is None and float(claim.magnitude).is_integer() and claim.magnitude < 10:
         claim.verdict, claim.support = "exempt", "a single-digit count without a unit, not a measurement"
         return
     constant = ARCHITECTURE_CONSTANTS.get(int(claim.magnitude)) if float(claim.magnitude).is_integer() else None
     unit = claim.text[len(claim.text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")):] or None
-    if constant and claim.metric is None and (unit in CONSTANT_UNITS or claim.dimension in (None, "bytes")):
+    if (constant and claim.metric is None and (unit in CONSTANT_UNITS or claim.dimension in (None, "bytes"))
+            and claim.subject.scope is None and claim.subject.topic <= _CONSTANT_TOPICS):
         claim.verdict, claim.support = "exempt", f"architecture constant: {constant}"
         return
-    if claim.dimension in (None, "count") and claim.metric is None and _in_source(str(int(claim.magnitude)) if float(claim.magnitude).is_integer() else claim.text, book):
+    if (claim.dimension in (None, "count") and claim.metric is None and not claim.subject.topic and claim.subject.scope is None
+            and _in_source(str(int(claim.magnitude)) if float(claim.magnitude).is_integer() else claim.text, book)):
         claim.verdict, claim.support = "supported", "a number written in the kernel's source"
+        return
+    if unbound:
+        claim.verdict = "unsupported" if strict else "unbound"
+        claim.reason = f"unbound: a known value rounds to {claim.text}, but {unbound}"
         return
     where = f" for {claim.metric}" if claim.metric else ""
     gpus = f" on {', '.join(sorted(claim.gpus))}" if claim.gpus and claim.dimension in GPU_DIMENSIONS else ""
     claim.verdict = "unsupported"
-    claim.reason = f"no value{where}{gpus} in the profile, findings, tool results or model predictions rounds to {claim.text}{_closest(claim, book)}"
+    if other:
+        claim.reason = f"misattributed: {other}"
+    else:
+        claim.reason = f"no value{where}{gpus} in the profile, findings, tool results or model predictions rounds to {claim.text}{_closest(claim, book)}"
 
 
 def _in_source(token: str, book: FactBook) -> bool:
@@ -538,7 +974,8 @@ def check_source_line(claim: Claim, book: FactBook) -> None:
     if not book.source_lines:
         claim.verdict, claim.reason = "unsupported", "the profile holds no source lines"
     else:
-        claim.verdict, claim.reason = "unsupported", f"no such line in the profile's source ({', '.join(sorted(book.source_lines))})"
+        files = ", ".join(fence(name) for name in sorted(book.source_lines))  # the profile's file names, for the model to read
+        claim.verdict, claim.reason = "unsupported", f"no such line in the profile's source ({files})"
 
 
 def check_code(claim: Claim, book: FactBook) -> None:
@@ -562,11 +999,24 @@ def check_code(claim: Claim, book: FactBook) -> None:
 CHECKS = {"number": check_number, "metric": check_metric, "source_line": check_source_line, "code": check_code}
 
 
-def check(answer: str, book: FactBook) -> list[Claim]:
-    """Every claim of the answer with its verdict."""
-    claims = extract_claims(answer, book)
+NOT_CHECKED = "not verified: the run's deadline was reached first"
+
+
+def check(answer: str, book: FactBook, deadline: float | None = None, strict: bool = True) -> list[Claim]:
+    """Every claim of the answer with its verdict; past ``deadline`` (time.monotonic()), the
+    claims not yet checked are unsupported. ``strict``: an unbound number is unsupported."""
+    return check_claims(extract_claims(answer, book), book, deadline, strict)
+
+
+def check_claims(claims: list[Claim], book: FactBook, deadline: float | None = None, strict: bool = True) -> list[Claim]:
     for claim in claims:
-        CHECKS[claim.kind](claim, book)
+        if deadline is not None and time.monotonic() >= deadline:
+            claim.verdict, claim.reason = "unsupported", NOT_CHECKED
+            continue
+        if claim.kind == "number":
+            check_number(claim, book, strict)
+        else:
+            CHECKS[claim.kind](claim, book)
     return claims
 
 
@@ -584,11 +1034,89 @@ def remove_unsupported(answer: str, claims: list[Claim]) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
-def sentence_of(answer: str, claim: Claim) -> str:
-    found = sentences(answer)
-    return found[claim.sentence][1].strip() if claim.sentence < len(found) else ""
+def sentence_of(answer: str | list[tuple[int, str]], claim: Claim) -> str:
+    """The claim's sentence, cut to SHOWN_CHARS (pass ``sentences(answer)`` when asking for many
+    claims: cutting the answer again for each was quadratic)."""
+    found = sentences(answer) if isinstance(answer, str) else answer
+    return preview(found[claim.sentence][1].strip()) if claim.sentence < len(found) else ""
+
+
+# How much of a claim, a sentence or a rejected reply the output shows (the model wrote them).
+SHOWN_CHARS = 300
+
+
+def preview(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as output may show it: whole if short, else its start and how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def strip_fences(text: str) -> str:
     """An answer that copied fenced data shows it without the markers."""
     return text.replace(OPEN, "").replace(CLOSE, "")
+
+
+# ------------------------------------------------------------------ markup
+
+# An answer is shown as plain text in JSON and as markdown, where a link, an image or raw HTML
+# would be rendered: an image loads its URL with no click (a leak of whatever the URL carries),
+# a javascript: link runs. None of them belongs in an explanation of a profile; a link into the
+# report itself ("#kernel-3") may stay. Each pattern is bounded and has one reading (linear).
+_IMAGE = re.compile(r"!\[[^\]\n]{0,500}\]\([^)\n]{0,2000}\)|!\[[^\]\n]{0,500}\]\[[^\]\n]{0,500}\]")
+_LINK = re.compile(r"\[(?P<text>[^\]\n]{0,500})\]\((?P<url>[^)\n]{0,2000})\)")
+_REFERENCE = re.compile(r"^ {0,3}\[[^\]\n]{1,500}\]:[^\n]*$", re.MULTILINE)
+_HTML = re.compile(r"<!--.{0,5000}?-->|</?[A-Za-z][^<>\n]{0,2000}>|<![A-Za-z][^<>\n]{0,2000}>", re.DOTALL)
+_URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>()\[\]\"'`]+|\b(?:javascript|vbscript|data):[^\s<>()\[\]\"'`]+", re.IGNORECASE)
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.DOTALL)
+
+
+def plain_text(text: str) -> str:
+    """The model's text without HTML entities: output is plain text, escaped only where HTML
+    is written ("&#39;" from a model is an apostrophe; twice-escaped "&amp;#39;" too)."""
+    for _round in range(2):
+        unescaped = html.unescape(text)
+        if unescaped == text:
+            break
+        text = unescaped
+    return text
+
+
+def remove_markup(answer: str) -> tuple[str, list[dict[str, Any]]]:
+    """The answer without images, links (their text stays; a link to "#..." in the report stays
+    whole), raw HTML and URLs, and what was removed, as rejected entries. Code spans are left
+    as written: markdown shows them as code."""
+    removed: list[dict[str, Any]] = []
+
+    def reject(what: str, text: str, reason: str) -> None:
+        removed.append({"kind": "markup", "text": preview(text), "verdict": "unsupported", "reason": f"{what} removed: {reason}",
+                        "sentence": ""})
+
+    def outside_code(part: str) -> str:
+        def image(m: re.Match[str]) -> str:
+            reject("an image", m.group(0), "an image loads its URL when the answer is rendered")
+            return ""
+
+        def link(m: re.Match[str]) -> str:
+            if m.group("url").strip().startswith("#"):
+                return m.group(0)
+            reject("a link", m.group(0), "links may only point into the report (#...)")
+            return m.group("text")
+
+        def drop(what: str, reason: str) -> Callable[[re.Match[str]], str]:
+            def replace(m: re.Match[str]) -> str:
+                reject(what, m.group(0), reason)
+                return ""
+            return replace
+
+        part = _IMAGE.sub(image, part)
+        part = _LINK.sub(link, part)
+        part = _REFERENCE.sub(drop("a link definition", "links may only point into the report (#...)"), part)
+        part = _HTML.sub(drop("raw HTML", "the answer is text, not HTML"), part)
+        return _URL.sub(drop("a URL", "an explanation of a profile links nowhere"), part)
+
+    pieces, position = [], 0
+    for code in _CODE.finditer(answer):
+        pieces.append(outside_code(answer[position:code.start()]))
+        pieces.append(code.group(0))
+        position = code.end()
+    pieces.append(outside_code(answer[position:]))
+    return "".join(pieces), removed

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from keet.optimize.sandbox import Limits, SandboxResult, run_limited
-from microbench.runner import find_nvcc, nvcc_link_flags
+from keet.sandbox import Isolation, Limits, SandboxResult, run_limited, write_fresh
+from keet.toolchain import find_nvcc, nvcc_link_flags
+from perfmodel.hardware import gpu, reference_gpu_id
+
+
+def default_arch() -> str:
+    """What candidates are built for by default: the reference GPU's build target (its hardware file)."""
+    return gpu(reference_gpu_id()).build_target
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 BUILD_LIMITS = Limits(wall_seconds=180.0, memory_bytes=8 << 30, output_bytes=512 << 20)
@@ -32,12 +39,26 @@ def nvcc_command(nvcc: str, arch: str, source: Path, executable: Path) -> list[s
     ]
 
 
-def build_candidate(source: Path, work_dir: Path, arch: str, nvcc: str | None = None) -> BuildResult:
-    """Compile ``source`` with the harness in ``work_dir``; the log is what nvcc printed."""
-    compiler = find_nvcc(nvcc)
+def toolkit_root(nvcc: str) -> Path:
+    """The CUDA toolkit nvcc belongs to (bin/nvcc's grandparent): what a sandboxed build reads."""
+    return Path(nvcc).resolve().parent.parent
+
+
+def build_candidate(source: Path, work_dir: Path, arch: str, nvcc: str | None = None, sandbox: bool = True) -> BuildResult:
+    """Compile ``source`` with the harness in ``work_dir`` (in the sandbox unless ``sandbox``
+    is False: the build reads the toolkit and the harness and writes only ``work_dir``, where
+    the source is copied); the log is what nvcc printed. Paths are absolute: nvcc runs in
+    ``work_dir``, so a relative one would name another file."""
+    found = find_nvcc(nvcc)
+    compiler = shutil.which(found) or os.path.abspath(found)
+    work_dir = Path(os.path.abspath(work_dir))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    copy = work_dir / "source.cu"
+    write_fresh(copy, Path(source).read_bytes())
     executable = work_dir / "candidate"
-    command = nvcc_command(compiler, arch, source.resolve(), executable)
-    result: SandboxResult = run_limited(command, work_dir, BUILD_LIMITS)
+    command = nvcc_command(compiler, arch, copy, executable)
+    isolation = Isolation((work_dir,), (HARNESS_DIR, toolkit_root(compiler))) if sandbox else None
+    result: SandboxResult = run_limited(command, work_dir, BUILD_LIMITS, isolation=isolation)
     log = f"$ {' '.join(command)}\n{result.stdout}{result.stderr}".rstrip() + f"\n({result.summary()})\n"
     ok = result.ok and executable.is_file()
     return BuildResult(ok, executable if ok else None, log, result.seconds, command)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from keet.cli_options import output_option
 from keet.errors import KeetError
 
 
@@ -26,18 +27,20 @@ def _problem_path(kernel: Path, explicit: str | None) -> Path:
 @click.option("--problem", "problem_path", help="Problem spec TOML (default: KERNEL.toml or problem.toml next to the kernel).")
 @click.option("--rounds", default=8, show_default=True, type=click.IntRange(0, 1000), help="Rounds of proposals (0: evaluate the kernel only).")
 @click.option("--strategy", type=click.Choice(["tune", "llm"]), default="tune", show_default=True)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Run folder (default: optimize-runs/<problem>-<strategy>).")
-@click.option("--arch", default="sm_90a", show_default=True, help="GPU architecture to build for.")
+@output_option("out_dir", type=click.Path(file_okay=False), help="Run folder (default: optimize-runs/<problem>-<strategy>).")
+@click.option("--arch", default=None, help="GPU architecture to build for (default: the reference GPU's build_target, sm_90a).")
 @click.option("--gpu/--no-gpu", default=None, help="Run candidates on the GPU (default: when nvidia-smi finds one).")
 @click.option("--profile/--no-profile", default=True, show_default=True, help="Profile and explain the baseline and each new best with ncu.")
 @click.option("--keep-scratch", is_flag=True, help="Keep inputs, executables and outputs under RUN/scratch.")
 @click.option("--baseline-profile", type=click.Path(exists=True, dir_okay=False),
               help="Explain this existing profile of the kernel instead of profiling the baseline (e.g. a GPU run's, on a machine without one).")
+@click.option("--no-sandbox", "no_sandbox", is_flag=True,
+              help="Build and run candidates without the bubblewrap sandbox: only for trusted, human-written kernels (tune strategy).")
 @click.option("--model", help="llm strategy: model name (default: KEET_MODEL).")
 @click.option("--base-url", help="llm strategy: OpenAI-compatible endpoint (default: OPENAI_BASE_URL).")
 def optimize(kernel_path: str, kernel_name: str, reference_path: str, problem_path: str | None, rounds: int, strategy: str,
-             out_dir: str | None, arch: str, gpu: bool | None, profile: bool, keep_scratch: bool, baseline_profile: str | None, model: str | None,
-             base_url: str | None) -> None:
+             out_dir: str | None, arch: str, gpu: bool | None, profile: bool, keep_scratch: bool, baseline_profile: str | None, no_sandbox: bool,
+             model: str | None, base_url: str | None) -> None:
     """Optimize KERNEL.cu: check, time, profile, explain, propose, keep the best (docs/optimize.md)."""
     from keet.optimize.build import has_gpu
     from keet.optimize.loop import Loop
@@ -56,7 +59,7 @@ def optimize(kernel_path: str, kernel_name: str, reference_path: str, problem_pa
     out = Path(out_dir) if out_dir else Path("optimize-runs") / f"{problem.name}-{strategy}"
     loop = Loop(problem, kernel, Path(reference_path), out, strategy=strategy, rounds=rounds, arch=arch, gpu=use_gpu,
                 profile=profile, chat=chat, keep_scratch=keep_scratch,
-                baseline_profile=Path(baseline_profile) if baseline_profile else None, log=click.echo)
+                baseline_profile=Path(baseline_profile) if baseline_profile else None, sandbox=not no_sandbox, log=click.echo)
     summary = loop.run()
     best = summary["best"]
 

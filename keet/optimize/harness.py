@@ -14,7 +14,14 @@ from pathlib import Path
 import numpy as np
 
 from keet.optimize.problem import DTYPES, Problem, Shape, generate_input
-from keet.optimize.sandbox import Limits, SandboxResult, run_limited
+from keet.sandbox import (
+    Isolation,
+    Limits,
+    SandboxResult,
+    read_left_file,
+    run_limited,
+    write_fresh,
+)
 
 GUARD_BYTES = 4096  # harness.cu kGuard
 FILL_BYTE = 0x7F  # harness.cu kFill
@@ -71,11 +78,19 @@ def alternate(shape: Shape) -> Shape:
     return replace(shape, label=f"{shape.label}.alt", seed=shape.seed + ALTERNATE_SEED_OFFSET)
 
 
+def after_path(out_dir: Path, shape: Shape, name: str) -> Path:
+    """Where the harness writes input ``name`` back after the check runs (beside the outputs:
+    the shared inputs are read-only to the candidate)."""
+    return out_dir / f"{shape.label}.input.{name}.after"
+
+
 def _case_lines(problem: Problem, shape: Shape, mode: str, input_paths: list[Path], out_dir: Path,
                 alternate_paths: list[Path] | None = None) -> list[str]:
     lines = [f"case {shape.label} {mode}", "dims " + " ".join(str(v) for v in problem.dim_values(shape))]
     for index, (spec, path) in enumerate(zip(problem.inputs, input_paths)):
         lines.append(f"in {spec.itemsize} {problem.count(spec, shape)} {path.resolve()}")
+        if mode == "check":
+            lines.append(f"after {after_path(out_dir, shape, spec.name).resolve()}")
         if alternate_paths:
             lines.append(f"alt {alternate_paths[index].resolve()}")
     for spec in problem.outputs:
@@ -101,23 +116,32 @@ def write_plan(problem: Problem, inputs_dir: Path, work_dir: Path, mode: str = "
     else:
         lines += _case_lines(problem, problem.timing, "profile", timing_inputs, out_dir)
     plan = work_dir / f"plan.{mode}.txt"
-    plan.write_text("\n".join(lines) + "\n")
+    write_fresh(plan, ("\n".join(lines) + "\n").encode())
     return plan
 
 
-def _read_bytes(path: Path) -> np.ndarray | None:
-    return np.fromfile(path, dtype=np.uint8) if path.is_file() else None
+def _read_bytes(path: Path, size: int) -> np.ndarray | None:
+    """A file the candidate's process wrote, when it is a regular file of exactly ``size``
+    bytes (anything else -- missing, short, a link, a FIFO -- reads as not written)."""
+    if path.parent.is_symlink():
+        return None
+    data = read_left_file(path, size)
+    return np.frombuffer(data, dtype=np.uint8).copy() if data is not None and len(data) == size else None
+
+
+def _output_size(problem: Problem, spec, shape: Shape) -> int:
+    return problem.count(spec, shape) * spec.itemsize + 2 * GUARD_BYTES
 
 
 def read_case(problem: Problem, shape: Shape, inputs_dir: Path, out_dir: Path) -> CaseOutput:
     inputs = [np.fromfile(inputs_dir / shape.label / f"{s.name}.bin", dtype=DTYPES[s.dtype]) for s in problem.inputs]
     after = []
     for spec in problem.inputs:
-        raw = _read_bytes(inputs_dir / shape.label / f"{spec.name}.bin.after")
+        raw = _read_bytes(after_path(out_dir, shape, spec.name), problem.count(spec, shape) * spec.itemsize)
         after.append(raw.view(DTYPES[spec.dtype]) if raw is not None else None)
     case = CaseOutput(shape.label, dict(shape.dims), inputs, after)
     for run in ("run1", "run2"):
-        raws = [_read_bytes(out_dir / f"{shape.label}.{spec.name}.{run}") for spec in problem.outputs]
+        raws = [_read_bytes(out_dir / f"{shape.label}.{spec.name}.{run}", _output_size(problem, spec, shape)) for spec in problem.outputs]
         if all(r is not None for r in raws):
             case.runs.append(raws)
     return case
@@ -128,21 +152,21 @@ def parse_times(stdout: str) -> list[float]:
     return [float(v) for v in match.group(1).split()] if match else []
 
 
-def run_harness(executable: Path, problem: Problem, inputs_dir: Path, work_dir: Path, mode: str = "full") -> HarnessRun:
-    """Run ``executable`` on the problem's plan in the sandbox and collect what it wrote."""
+def run_harness(executable: Path, problem: Problem, inputs_dir: Path, work_dir: Path, mode: str = "full",
+                sandbox: bool = True) -> HarnessRun:
+    """Run ``executable`` on the problem's plan (in the sandbox unless ``sandbox`` is False: the
+    candidate may write only its work folder, and reads the shared inputs) and collect what
+    it wrote."""
     plan = write_plan(problem, inputs_dir, work_dir, mode)
-    # the harness writes inputs back next to the shared inputs; keep them per candidate
-    for shape in problem.shapes:
-        for spec in problem.inputs:
-            (inputs_dir / shape.label / f"{spec.name}.bin.after").unlink(missing_ok=True)
-    process = run_limited([str(executable.resolve()), str(plan.resolve())], work_dir, RUN_LIMITS)
+    isolation = Isolation((work_dir.resolve(),), (inputs_dir.resolve(),), gpu=True) if sandbox else None
+    process = run_limited([str(executable.resolve()), str(plan.resolve())], work_dir, RUN_LIMITS, isolation=isolation)
     completed = re.findall(r"^KEET_CASE_DONE (\S+)$", process.stdout, re.MULTILINE)
     finished = "KEET_HARNESS_DONE" in process.stdout
     out_dir = work_dir / "outputs"
     cases = [read_case(problem, s, inputs_dir, out_dir) for s in problem.shapes if s.label in completed] if mode == "full" else []
     timed, guard_writes = [], []
     for spec in problem.outputs:
-        raw = _read_bytes(out_dir / f"{problem.timing.label}.{spec.name}.timed")
+        raw = _read_bytes(out_dir / f"{problem.timing.label}.{spec.name}.timed", _output_size(problem, spec, problem.timing))
         if raw is not None:
             timed.append(raw[GUARD_BYTES : len(raw) - GUARD_BYTES].view(DTYPES[spec.dtype]))
             guards = np.concatenate([raw[:GUARD_BYTES], raw[len(raw) - GUARD_BYTES :]])

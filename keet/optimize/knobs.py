@@ -20,7 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# Which knob names address which diagnosis categories (ids of the design brief).
+from perfmodel.hardware import gpu, reference_gpu_id
+
+# Which knob names address which diagnosis categories (the category ids of docs/rules.md).
 KNOB_CATEGORIES: dict[str, tuple[str, ...]] = {
     "TILE_PAD": ("shared_bank_conflicts", "l1_shared_bandwidth"),
     "MIN_BLOCKS": ("occupancy_registers", "memory_latency", "register_spills"),
@@ -37,7 +39,8 @@ KNOB_VALUES: dict[str, tuple[str, ...]] = {
     "TILE_PAD": ("0", "1"),
     "MIN_BLOCKS": ("1", "2", "3", "4", "8"),
     "BLOCK_SIZE": ("64", "128", "256", "512", "1024"),
-    "GRID_BLOCKS": ("132", "264", "528", "1056", "2112"),
+    # 1 to 16 blocks per SM of the reference GPU (its hardware file's sm_count)
+    "GRID_BLOCKS": tuple(str(int(gpu(reference_gpu_id()).require("sm_count")) * per_sm) for per_sm in (1, 2, 4, 8, 16)),
     "VEC_WIDTH": ("1", "2", "4"),
     "STAGED": ("0", "1"),
     "UNROLL": ("1", "2", "4", "8"),

@@ -20,6 +20,9 @@ CODE_BLOCK = re.compile(r"```[ \t]*(?:cuda|cu|c\+\+|cpp|c)?[ \t]*\n(.*?)```", re
 MAX_HISTORY = 8
 MAX_EXPLANATION_CHARS = 6000
 MAX_REPLY_TOKENS = 2048  # a whole .cu file
+# What keet keeps of a reply: an endpoint may ignore max_tokens, and the reply is stored,
+# parsed and shown; 2048 tokens are about 8 KiB of code, so this leaves ample room.
+MAX_REPLY_CHARS = 64 * 1024
 REPLY_TIMEOUT_S = 300.0  # ... which a small local model on a CPU writes at 10-30 tokens/s
 
 SYSTEM_PROMPT = """You optimize one CUDA kernel. You answer with ONE complete .cu file in a single ```cuda code block.
@@ -105,6 +108,8 @@ class LLMStrategy:
         except Exception as exc:  # noqa: BLE001 - an endpoint error ends this proposal, recorded, not the loop
             return [Proposal(label, None, rationale=f"model call failed: {type(exc).__name__}: {str(exc)[:300]}", prompt=prompt)]
         text = reply.content if isinstance(reply.content, str) else str(reply.content)
+        if len(text) > MAX_REPLY_CHARS:
+            text = text[:MAX_REPLY_CHARS] + f"\n[reply truncated by keet at {MAX_REPLY_CHARS} characters]\n"
         code = extract_code(text)
         summary = text.split("```", 1)[0].strip().splitlines()
         rationale = (summary[0] if summary else "")[:300] or "(no description)"

@@ -3,6 +3,7 @@ candidates, evaluate each (static scan, build, correctness stages, timing), keep
 correct one that beats the best by more than the noise, repeat.
 
 Run folder (OUT):
+    .keet-optimize-run            marker: keet made this folder, for this problem (runfolder.py)
     run.json                      summary: problem, device, rounds, every candidate's decision
     report.html                   the run as a page (speedup per round, the diffs that gained)
     problem.toml, reference.cu    what was optimized against
@@ -17,6 +18,7 @@ Run folder (OUT):
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from keet.errors import KeetError
-from keet.optimize.build import BuildResult, build_candidate
+from keet.optimize.build import BuildResult, build_candidate, default_arch
 from keet.optimize.harness import HarnessRun, run_harness
 from keet.optimize.knobs import Proposal, TuneStrategy, discover_knobs
 from keet.optimize.problem import Problem
 from keet.optimize.profiling import ProfileResult, explain_existing, profile_candidate
+from keet.optimize.runfolder import prepare_run_folder
 from keet.optimize.stages import (
     StageResult,
     check_correctness,
@@ -37,8 +40,16 @@ from keet.optimize.stages import (
     static_scan,
 )
 from keet.optimize.timing import NOISY_SPREAD, Timing, is_faster, summarize
+from keet.outputs import atomic_write_text
+from keet.sandbox import require_sandbox
 
 BUILD_WORKERS = 8
+
+
+def _absolute(path: Path | None) -> Path | None:
+    """Absolute from here on: builds and runs happen in other working folders, where a
+    relative path would name another file (a relative --out once failed every build)."""
+    return Path(os.path.abspath(path)) if path is not None else None
 
 
 @dataclass
@@ -112,22 +123,24 @@ class Loop:
     """One optimize run; see the module docstring for the folder it writes."""
 
     def __init__(self, problem: Problem, kernel_source: Path, reference_source: Path, out_dir: Path, *, strategy: str = "tune",
-                 rounds: int = 8, arch: str = "sm_90a", gpu: bool = True, profile: bool = True, chat: Any = None,
-                 nvcc: str | None = None, keep_scratch: bool = False, baseline_profile: Path | None = None, log=print) -> None:
+                 rounds: int = 8, arch: str | None = None, gpu: bool = True, profile: bool = True, chat: Any = None,
+                 nvcc: str | None = None, keep_scratch: bool = False, baseline_profile: Path | None = None, sandbox: bool = True,
+                 log=print) -> None:
         self.problem = problem
-        self.kernel_source = kernel_source
-        self.reference_source = reference_source
-        self.out = out_dir
+        self.kernel_source = _absolute(kernel_source)
+        self.reference_source = _absolute(reference_source)
+        self.out = out_dir = _absolute(out_dir)
         self.strategy_name = strategy
         self.rounds = rounds
-        self.arch = arch
+        self.arch = arch or default_arch()
         self.gpu = gpu
         self.profile = profile
         self.chat = chat
         self.nvcc = nvcc
         self.log = log
         self.keep_scratch = keep_scratch
-        self.baseline_profile = baseline_profile
+        self.baseline_profile = _absolute(baseline_profile)
+        self.sandbox = sandbox  # False: trusted human-written code only (--no-sandbox)
         self.scratch = out_dir / "scratch"
         self.inputs_dir = self.scratch / "inputs"
         self.candidates: list[Candidate] = []
@@ -149,28 +162,27 @@ class Loop:
         (folder / "result.json").write_text(json.dumps(candidate.as_dict(), indent=1))
 
     # -------------------------------------------------------------- reference
-    def prepare_run_folder(self) -> None:
-        """A fresh run folder: an earlier run's is replaced (its candidates would otherwise sit
-        beside this run's); any other non-empty folder is refused."""
-        if self.out.is_dir() and any(self.out.iterdir()):
-            if not any((self.out / name).exists() for name in ("run.json", "candidates", "reference")):
-                raise KeetError(f"{self.out}: exists and is not a keet optimize run folder; choose another --out")
-            shutil.rmtree(self.out)
-        self.out.mkdir(parents=True, exist_ok=True)
+    def inputs(self) -> list[Path]:
+        return [p for p in (self.kernel_source, self.reference_source, self.problem.path, self.baseline_profile) if p is not None]
 
     def prepare_reference(self) -> None:
-        self.prepare_run_folder()
+        # before anything is written: model-written code never runs outside the sandbox
+        if not self.sandbox and self.strategy_name == "llm":
+            raise KeetError("--no-sandbox is for trusted, human-written kernels; the llm strategy's candidates run only in the sandbox")
+        if self.sandbox:
+            require_sandbox("the candidates' code (pass --no-sandbox only for trusted, human-written kernels)")
+        prepare_run_folder(self.out, self.problem.name, self.inputs())
         if self.problem.path:
             shutil.copyfile(self.problem.path, self.out / "problem.toml")
         shutil.copyfile(self.reference_source, self.out / "reference.cu")
-        build = build_candidate(self.reference_source, self.scratch_dir("reference"), self.arch, self.nvcc)
+        build = build_candidate(self.reference_source, self.scratch_dir("reference"), self.arch, self.nvcc, self.sandbox)
         (self.out / "reference").mkdir(exist_ok=True)
         (self.out / "reference" / "build.log").write_text(build.log)
         if not build.ok:
             raise KeetError(f"{self.reference_source}: the reference does not build (see {self.out / 'reference' / 'build.log'})")
         if not self.gpu:
             return
-        run = run_harness(build.executable, self.problem, self.inputs_dir, self.scratch_dir("reference"))
+        run = run_harness(build.executable, self.problem, self.inputs_dir, self.scratch_dir("reference"), sandbox=self.sandbox)
         (self.out / "reference" / "run.log").write_text(run.process.stdout[-20000:] + run.process.stderr[-20000:])
         if not (run.finished and run.process.ok and run.times_ms):
             raise KeetError(f"{self.reference_source}: the reference did not run to completion ({run.process.summary()})")
@@ -201,7 +213,8 @@ class Loop:
         candidate.stages.append(scan)
         if not scan.passed:
             return None
-        build = build_candidate(self.candidate_dir(candidate) / "source.cu", self.scratch_dir(candidate.id), self.arch, self.nvcc)
+        build = build_candidate(self.candidate_dir(candidate) / "source.cu", self.scratch_dir(candidate.id), self.arch, self.nvcc,
+                                self.sandbox)
         (self.candidate_dir(candidate) / "build.log").write_text(build.log)
         candidate.build_seconds = build.seconds
         first_error = next((ln for ln in build.log.splitlines() if "error" in ln.lower()), build.log.strip().splitlines()[-1])
@@ -216,7 +229,7 @@ class Loop:
             candidate.reason = "built; not run: no GPU on this machine (run stages skipped)"
             candidate.stages.append(StageResult("run", False, "not run: no GPU"))
             return
-        run = run_harness(build.executable, self.problem, self.inputs_dir, self.scratch_dir(candidate.id))
+        run = run_harness(build.executable, self.problem, self.inputs_dir, self.scratch_dir(candidate.id), sandbox=self.sandbox)
         (self.candidate_dir(candidate) / "run.log").write_text(run.process.stdout[-20000:] + "\n" + run.process.stderr[-20000:])
         candidate.stages += check_correctness(self.problem, run, self.reference_run)
         if run.times_ms:
@@ -234,7 +247,8 @@ class Loop:
         if not (self.gpu and self.profile):
             return None
         executable = self.scratch_dir(candidate.id) / "candidate"
-        result = profile_candidate(executable, self.problem, self.inputs_dir, self.scratch_dir(candidate.id), self.problem.kernel)
+        result = profile_candidate(executable, self.problem, self.inputs_dir, self.scratch_dir(candidate.id), self.problem.kernel,
+                                   self.sandbox)
         if result.report and result.report.is_file():
             shutil.copyfile(result.report, self.candidate_dir(candidate) / "profile.ncu-rep")
         self.record_explanation(candidate, result)
@@ -363,7 +377,7 @@ class Loop:
             "candidates": [c.as_dict() for c in self.candidates],
             "seconds": round(time.time() - started, 1),
         }
-        (self.out / "run.json").write_text(json.dumps(summary, indent=1))
+        atomic_write_text(self.out / "run.json", json.dumps(summary, indent=1))
         from keet.optimize.report import write_run_report
 
         write_run_report(self.out, summary, {c.id: c.source or "" for c in self.candidates}, self.explanations)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 import tomllib
 import zlib
 from dataclasses import dataclass, field
@@ -30,6 +31,19 @@ DEFAULT_TOLERANCE = {
 }
 DTYPES = {name: np.dtype(name) for name in DEFAULT_TOLERANCE}
 INITS = ("uniform", "normal", "cycle", "arange")
+# Problem, buffer and shape names become file and folder names (the run folder, the inputs,
+# the outputs): plain names only, so that none of them can point outside its folder.
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
+
+
+def plain_name(value: Any, where: str) -> str:
+    """``value`` when it is a plain file name (letters, digits, '.', '_', '-'; no separator,
+    not '.' or '..'), else KeetError naming where it came from."""
+    if not isinstance(value, str) or not PLAIN_NAME.fullmatch(value):
+        raise KeetError(f"{where}: {value!r} is not a plain name (letters, digits, '.', '_' and '-', starting with a letter "
+                        "or digit, at most 100 characters)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -108,14 +122,14 @@ def _buffer(entry: dict[str, Any], default_dtype: str, where: str) -> BufferSpec
     init = entry.get("init", "uniform")
     if init not in INITS:
         raise KeetError(f"{where}: init {init!r} is not one of {', '.join(INITS)}")
-    return BufferSpec(entry["name"], dtype, str(entry["count"]), init, float(entry.get("low", -1.0)), float(entry.get("high", 1.0)))
+    return BufferSpec(plain_name(entry["name"], f"{where}: name"), dtype, str(entry["count"]), init, float(entry.get("low", -1.0)), float(entry.get("high", 1.0)))
 
 
 def _shape(entry: dict[str, Any], dims: list[str], label: str, where: str) -> Shape:
     missing = [d for d in dims if d not in entry]
     if missing:
         raise KeetError(f"{where}: shape {label} lacks {', '.join(missing)}")
-    return Shape(entry.get("label", label), {d: int(entry[d]) for d in dims}, int(entry.get("seed", 1)))
+    return Shape(plain_name(entry.get("label", label), f"{where}: shape label"), {d: int(entry[d]) for d in dims}, int(entry.get("seed", 1)))
 
 
 def load_problem(path: str | Path) -> Problem:
@@ -133,9 +147,12 @@ def load_problem(path: str | Path) -> Problem:
         shapes = [_shape(e, dims, f"shape{i}", str(path)) for i, e in enumerate(data["shapes"])]
         timing = _shape(data["timing"], dims, "timing", str(path))
         rtol, atol = DEFAULT_TOLERANCE[outputs[0].dtype]
+        kernel = data["kernel"]
+        if not isinstance(kernel, str) or not IDENTIFIER.fullmatch(kernel):
+            raise KeetError(f"{path}: kernel {kernel!r} is not a C identifier")
         return Problem(
-            name=data["name"],
-            kernel=data["kernel"],
+            name=plain_name(data["name"], f"{path}: name"),
+            kernel=kernel,
             dims=dims,
             inputs=inputs,
             outputs=outputs,

@@ -17,7 +17,7 @@ from typing import Any
 
 from keet.optimize.harness import write_plan
 from keet.optimize.problem import Problem
-from keet.optimize.sandbox import Limits, run_limited
+from keet.sandbox import Isolation, Limits, read_left_file, run_limited, write_fresh
 
 PROFILE_LIMITS = Limits(wall_seconds=300.0, memory_bytes=32 << 30, output_bytes=1 << 30, log_bytes=64 << 20)
 
@@ -39,7 +39,16 @@ def find_ncu() -> str | None:
     return None
 
 
-def explain_report(report: Path, csv_path: Path, ncu: str | None) -> tuple[dict[str, Any], str]:
+def _isolation(work_dir: Path, ncu: str, inputs_dir: Path | None, sandbox: bool) -> Isolation | None:
+    """ncu runs the candidate, so it runs in the candidate's sandbox (its folder writable, the
+    inputs and ncu's own folder readable, the GPU's nodes present)."""
+    if not sandbox:
+        return None
+    readable = (Path(ncu).resolve().parent, *((inputs_dir.resolve(),) if inputs_dir else ()))
+    return Isolation((work_dir.resolve(),), readable, gpu=True)
+
+
+def explain_report(report: Path, csv_path: Path, ncu: str | None, sandbox: bool = True) -> tuple[dict[str, Any], str]:
     """keet's explanation document and text for the profile's (one) kernel."""
     from keet.explain import explain, to_text
     from keet.ingest import load_profile
@@ -49,10 +58,11 @@ def explain_report(report: Path, csv_path: Path, ncu: str | None) -> tuple[dict[
     else:
         if ncu is None:
             raise RuntimeError("neither ncu_report nor ncu is available to read the report")
-        exported = run_limited([ncu, "--import", str(report.resolve()), "--csv", "--page", "raw"], csv_path.parent, PROFILE_LIMITS)
+        exported = run_limited([ncu, "--import", str(report.resolve()), "--csv", "--page", "raw"], csv_path.parent, PROFILE_LIMITS,
+                               isolation=_isolation(csv_path.parent, ncu, None, sandbox))
         if not exported.ok:
             raise RuntimeError(f"ncu --import failed: {exported.summary()}: {exported.stderr.strip()[-300:]}")
-        csv_path.write_text(exported.stdout)
+        write_fresh(csv_path, exported.stdout.encode())
         profile = load_profile(csv_path)
     document = explain(profile)
     return document, to_text(document)
@@ -64,8 +74,10 @@ def categories_of(document: dict[str, Any]) -> list[str]:
     return [f["category"] for f in kernels[0]["diagnosis"]] if kernels else []
 
 
-def profile_candidate(executable: Path, problem: Problem, inputs_dir: Path, work_dir: Path, kernel: str) -> ProfileResult:
-    """One profiled launch at the timing shape, then the explanation."""
+def profile_candidate(executable: Path, problem: Problem, inputs_dir: Path, work_dir: Path, kernel: str,
+                      sandbox: bool = True) -> ProfileResult:
+    """One profiled launch at the timing shape (in the candidate's sandbox unless ``sandbox``
+    is False), then the explanation."""
     ncu = find_ncu()
     if ncu is None:
         return ProfileResult(False, "ncu not found: not profiled")
@@ -75,11 +87,14 @@ def profile_candidate(executable: Path, problem: Problem, inputs_dir: Path, work
         ncu, "--set", "full", "--import-source", "yes", "--kernel-name-base", "function", "--kernel-name", f"regex:^{kernel}$",
         "--launch-count", "1", "--force-overwrite", "--export", str(report.resolve()), str(executable.resolve()), str(plan.resolve()),
     ]
-    result = run_limited(command, work_dir, PROFILE_LIMITS)
-    if not result.ok or not report.is_file():
+    result = run_limited(command, work_dir, PROFILE_LIMITS, isolation=_isolation(work_dir, ncu, inputs_dir, sandbox))
+    # the candidate ran in this folder: keep the report only as a regular file, re-written by keet
+    data = read_left_file(report, PROFILE_LIMITS.output_bytes) if result.ok else None
+    if data is None:
         return ProfileResult(False, f"ncu failed ({result.summary()}): {(result.stdout + result.stderr).strip()[-400:]}")
+    write_fresh(report, data)
     try:
-        document, text = explain_report(report, work_dir / "profile.csv", ncu)
+        document, text = explain_report(report, work_dir / "profile.csv", ncu, sandbox)
     except Exception as exc:  # noqa: BLE001 - a report keet cannot read is recorded, not fatal to the loop
         return ProfileResult(False, f"profiled, but the explanation failed: {type(exc).__name__}: {exc}", report)
     return ProfileResult(True, "profiled and explained", report, document, text, categories_of(document))

@@ -72,6 +72,6 @@ def render_run(run: dict[str, Any], sources: dict[str, str], explanations: dict[
 
 
 def write_run_report(out_dir: Path, run: dict[str, Any], sources: dict[str, str], explanations: dict[str, str]) -> Path:
-    path = out_dir / "report.html"
-    path.write_text(render_run(run, sources, explanations))
-    return path
+    from keet.outputs import atomic_write_text
+
+    return atomic_write_text(out_dir / "report.html", render_run(run, sources, explanations))

@@ -8,7 +8,7 @@ writes nothing when any input is bad.
 from __future__ import annotations
 
 import os
-import tempfile
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,6 +22,9 @@ from keet.profile import Kernel, Profile
 from keet.report import figures, sections
 from keet.report.compare import Comparison, Side, delta, match
 from keet.summary import kernels_by_duration
+
+# Told what the report is working on (a status line on a terminal; see keet.cli_options).
+Progress = Callable[[str], None] | None
 
 # Section ids, in page order, with the heading each gets.
 SECTIONS = {
@@ -173,43 +176,73 @@ def _parts_job(profile_index: int, kernel_index: int) -> KernelParts:
     return kernel_parts(profile, profile.kernels[kernel_index])
 
 
-def _all_parts(profiles: list[Profile], explain_all) -> tuple[dict[tuple[int, int], KernelParts], Any]:
+def _all_parts(profiles: list[Profile], explain_all, progress: Progress = None) -> tuple[dict[tuple[int, int], KernelParts], Any]:
     """Every kernel's parts, in worker processes when there are enough kernels to pay for
     starting them (each reads its kernels' source counters and draws their figures), while
-    this process runs `explain_all` (the diagnoses); returns the parts and its result."""
+    this process runs `explain_all` (the diagnoses); returns the parts and its result.
+    ``progress`` hears of each kernel drawn (a report of many kernels takes minutes)."""
     keys = [(p, k) for p, profile in enumerate(profiles) for k in range(len(profile.kernels))]
+    tell = progress or (lambda message: None)
+    drawn = lambda done: tell(f"drawing kernel sections {done}/{len(keys)}")
     workers = min(os.cpu_count() or 1, 8)
     if len(keys) < PARALLEL_KERNELS or workers < 2:
-        return {(p, k): kernel_parts(profiles[p], profiles[p].kernels[k]) for p, k in keys}, explain_all()
+        parts = {}
+        for done, (p, k) in enumerate(keys):
+            drawn(done)
+            parts[p, k] = kernel_parts(profiles[p], profiles[p].kernels[k])
+        tell("diagnosing")
+        return parts, explain_all()
     import multiprocessing
+    from concurrent.futures import as_completed
 
     _PROFILES[:] = profiles
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = {key: pool.submit(_parts_job, *key) for key in keys}
+            futures = {pool.submit(_parts_job, *key): key for key in keys}
+            tell(f"diagnosing while {workers} workers draw {len(keys)} kernels' sections")
             explained = explain_all()
-            return {key: future.result() for key, future in futures.items()}, explained
+            parts = {}
+            for done, future in enumerate(as_completed(futures), 1):
+                parts[futures[future]] = future.result()
+                drawn(done)
+            return parts, explained
     finally:
         _PROFILES.clear()
 
 
-def _profile_label(profile: Profile, index: int) -> str:
-    return f"{index + 1}: {Path(profile.source).name} ({profile.device.name})"
+def _profile_label(profile: Profile, index: int, name: str | None = None) -> str:
+    return f"{index + 1}: {name or Path(profile.source).name} ({profile.device.name})"
 
 
-def build(profiles: list[Profile], title: str | None = None) -> Report:
+def distinct_names(sources: list[str]) -> list[str]:
+    """The shortest path tails that tell the profiles apart: file names when they differ, else
+    with as many parent folders as it takes (profiles/h100/zoo_all.ncu-rep.xz and
+    profiles/h200/zoo_all.ncu-rep.xz -> h100/zoo_all.ncu-rep.xz, h200/zoo_all.ncu-rep.xz)."""
+    parts = [Path(source).parts or (str(source),) for source in sources]
+    depth = 1
+    while depth < max(map(len, parts)):
+        names = ["/".join(p[-depth:]) for p in parts]
+        if len(set(names)) == len(names):
+            break
+        depth += 1
+    return ["/".join(p[-depth:]) for p in parts]
+
+
+def build(profiles: list[Profile], title: str | None = None, progress: Progress = None) -> Report:
     """The report's content for one or more profiles (the first is the comparison's baseline)."""
-    parts, documents = _all_parts(profiles, lambda: [explain(p, kernels_by_duration(p)) for p in profiles])
+    parts, documents = _all_parts(profiles, lambda: [explain(p, kernels_by_duration(p)) for p in profiles], progress)
+    names = distinct_names([str(p.source) for p in profiles])
     profile_reports: list[ProfileReport] = []
     for index, (profile, document) in enumerate(zip(profiles, documents)):
         entries = {entry["id"]: entry for entry in document["kernels"]}
         position = {id(kernel): number for number, kernel in enumerate(profile.kernels)}
         kernels = [KernelReport(**vars(parts[index, position[id(kernel)]]), anchor=f"p{index}-k{kernel.id}", kernel=kernel,
                                 entry=entries[kernel.id]) for kernel in kernels_by_duration(profile)]
-        profile_reports.append(ProfileReport(index, _profile_label(profile, index), profile, document, kernels))
+        profile_reports.append(ProfileReport(index, _profile_label(profile, index, names[index]), profile, document, kernels))
     comparison = compare(profile_reports) if len(profile_reports) > 1 else None
     comparison_figures = _comparison_figures(comparison) if comparison is not None else {}
-    report_title = title or ("keet report: " + ", ".join(Path(p.source).name for p in profiles))
+    # two profiles of one name (the same program on two GPUs) are told apart by their folders
+    report_title = title or ("keet report: " + ", ".join(dict.fromkeys(names)))
     return Report(report_title, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), __version__, profile_reports, comparison,
                   comparison_figures)
 
@@ -232,25 +265,28 @@ def compare(reports: list[ProfileReport]) -> Comparison:
 
 def _comparison_figures(comparison: Comparison) -> dict[str, figures.Image]:
     """One duration chart per compared profile (baseline and that profile), by its label."""
-    return {label: figures.comparison_figure([d.name for d in deltas], [comparison.baseline, label],
+    # each bar named by its own profile's kernel: a renamed kernel (matched as the only one of
+    # each profile) must not carry the baseline's name
+    return {label: figures.comparison_figure([[d.baseline.kernel.name, d.other.kernel.name] for d in deltas],
+                                             [comparison.baseline, label],
                                              [[d.baseline.kernel.duration_ns, d.other.kernel.duration_ns] for d in deltas])
             for label, deltas in zip(comparison.others, comparison.deltas) if deltas}
 
 
-def write_report(paths: list[str | Path], out: str | Path, title: str | None = None) -> Report:
+def write_report(paths: list[str | Path], out: str | Path, title: str | None = None, progress: Progress = None) -> Report:
     """Read the profiles, build and render the report, and write it in one step at the end
-    (a bad input raises before anything is written; the file appears whole or not at all)."""
+    (a bad input raises before anything is written; the file appears whole or not at all).
+    The output is checked first: never an input, a link, a device or a directory."""
+    from keet.outputs import atomic_write_text, check_output_path
     from keet.report.page import render
 
-    profiles = [load_profile(path) for path in paths]
-    report = build(profiles, title)
-    html = render(report)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=out.parent, prefix=f".{out.name}.", suffix=".tmp", delete=False) as tmp:
-        tmp.write(html)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp.name, 0o666 & ~umask)  # a temporary file is private; the report is not
-    os.replace(tmp.name, out)
+    out = check_output_path(out, paths)
+    tell = progress or (lambda message: None)
+    profiles = []
+    for number, path in enumerate(paths, 1):
+        tell(f"reading profile {number}/{len(paths)}: {Path(path).name}")
+        profiles.append(load_profile(path))
+    report = build(profiles, title, progress)
+    tell(f"writing {Path(out).name}")
+    atomic_write_text(out, render(report))
     return report

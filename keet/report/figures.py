@@ -286,10 +286,12 @@ def gpus_figure(data: Predictions, kernel_name: str) -> Image:
 
 
 @_styled
-def comparison_figure(names: list[str], labels: list[str], durations: list[list[float | None]]) -> Image:
+def comparison_figure(names: list[list[str]], labels: list[str], durations: list[list[float | None]]) -> Image:
     """Measured duration of each matched kernel in each profile: one bar per kernel and
-    profile, named "kernel [profile]" with its time, hatched by profile."""
-    rows = [(f"{_short(name, 36)} [{index + 1}]", row[index] or 0.0, index) for name, row in zip(names, durations)
+    profile, named "kernel [profile]" with its time, hatched by profile. ``names[i][j]`` is
+    the name of pair i's kernel in profile j: a matched pair can be two differently named
+    kernels, and each bar carries its own."""
+    rows = [(f"{_short(pair[index], 36)} [{index + 1}]", row[index] or 0.0, index) for pair, row in zip(names, durations)
             for index in range(len(labels))]
     text = [si(value, "ns") for _name, value, _index in rows]
     title = "Duration of matched kernels per profile"
@@ -298,7 +300,7 @@ def comparison_figure(names: list[str], labels: list[str], durations: list[list[
                       [COLOURS[index % len(COLOURS)] for _name, _value, index in rows], width=6.8,
                       hatches=[("", "//", "..", "xx")[index % 4] for _name, _value, index in rows])
     alt = "Bar chart of durations: " + "; ".join(
-        f"{n}: " + ", ".join(f"{label} {si(row[i], 'ns')}" for i, label in enumerate(labels)) for n, row in zip(names, durations)) + "."
+        ", ".join(f"{pair[i]} in {label} {si(row[i], 'ns')}" for i, label in enumerate(labels)) for pair, row in zip(names, durations)) + "."
     return _image(fig, title, alt)
 
 

@@ -7,12 +7,10 @@ could not run or phone home.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from keet.explain import evidence_text, metric_value, not_assessed_lines
-from keet.format import dims, si
+from keet.format import dims, si, source_path
 from keet.report.assemble import SECTIONS, Report
 
 
@@ -31,7 +29,7 @@ def _environment() -> Environment:
     env = Environment(loader=PackageLoader("keet.report", "templates"), autoescape=select_autoescape(default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(si=si, percent=_percent, number=_number, dims=dims, evidence=evidence_text, metric_value=metric_value,
-                       basename=lambda path: Path(str(path)).name, rate_unit=_rate_unit)
+                       basename=source_path, rate_unit=_rate_unit)
     env.globals.update(SECTIONS=SECTIONS, not_assessed_lines=not_assessed_lines)
     return env
 

@@ -14,9 +14,8 @@ import pandas as pd
 
 from keet.canonical import vocabulary
 from keet.profile import Kernel, Profile
+from perfmodel.hardware import SECTOR_BYTES, SHARED_WAVEFRONT_BYTES
 
-SECTOR_BYTES = 32
-SHARED_WAVEFRONT_BYTES = 128
 # A profile's SM clock this far from the hardware file's boost clock gets its own prediction at
 # that clock, so that the model is compared with the measured time at the clock it ran at.
 CLOCK_MISMATCH = 0.02

@@ -98,8 +98,6 @@ ARCH = {
 # and the finding says so, at lower confidence.
 DEFAULT_ARCH = "gfx942"
 
-# (gfx arch, CUs) -> hardware file id, for profiles that name the arch but not the product.
-_BY_ARCH_AND_CUS = {("gfx942", 304): "mi300x", ("gfx942", 228): "mi300a", ("gfx90a", 110): "mi250x"}
 
 
 def arch(k: KernelView) -> tuple[Arch, bool]:
@@ -112,14 +110,13 @@ def arch(k: KernelView) -> tuple[Arch, bool]:
 
 def hardware(k: KernelView):
     """The perfmodel hardware description of the profile's GPU, or None when it names none we have."""
-    from perfmodel.hardware import gpu, gpu_id_for_device_name
+    from perfmodel.hardware import gpu, gpu_id_for_device
 
     device = k.device
-    gpu_id = gpu_id_for_device_name(device.name)
-    if gpu_id is None and device.arch:
-        cus = device.sm_count or (int(k.metric("launch.sm_count")) if k.metric("launch.sm_count") else None)
-        gpu_id = _BY_ARCH_AND_CUS.get((device.arch.split(":")[0], cus))
-    if gpu_id is None or not gpu_id.startswith("mi"):
+    # by name, else by arch and CU count (the files' [identify]) for profiles naming no product
+    cus = device.sm_count or (int(k.metric("launch.sm_count")) if k.metric("launch.sm_count") else None)
+    gpu_id = gpu_id_for_device(device.name, device.arch, cus)
+    if gpu_id is None or gpu(gpu_id).vendor != "amd":
         return None
     return gpu(gpu_id)
 

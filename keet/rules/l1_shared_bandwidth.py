@@ -26,8 +26,12 @@ def apply(k: KernelView) -> Finding | None:
         evidence.append(k.evidence("global.load_sectors"))
     if k.has("l1.hit_rate_pct"):
         evidence.append(k.evidence("l1.hit_rate_pct"))
-    mostly_shared = shared >= global_sectors
-    what = "shared-memory wavefronts" if mostly_shared else "global loads served by L1"
+    # Which traffic dominates is said only when the profile measured both kinds: without
+    # shared-memory data (a --metrics export, a SOL-only section set) 0 >= 0 is no evidence.
+    if k.has("shared.wavefronts") and (k.has("global.load_sectors") or k.has("global.store_sectors")):
+        busy = ", busy mostly with " + ("shared-memory wavefronts" if shared >= global_sectors else "global loads served by L1") + ","
+    else:
+        busy = ""
     return Finding(
         category="l1_shared_bandwidth",
         rule="l1-shared-bandwidth",
@@ -36,7 +40,7 @@ def apply(k: KernelView) -> Finding | None:
         evidence=evidence,
         explanation=(
             f"L1/shared-memory throughput is {pct(l1)} of peak (bound at {pct(BOUND_PCT)} and above): the SM's "
-            f"L1TEX data path, busy mostly with {what}, limits the kernel rather than its arithmetic or device memory."
+            f"L1TEX data path{busy} limits the kernel rather than its arithmetic or device memory."
         ),
         suggestions=[
             "Load more per instruction: 16-byte vector accesses (float4, ld.shared.v4) move the same bytes in a quarter of the wavefront requests.",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
-from keet.rules.launch_overhead import LAUNCH_COST_NS, MAX_DURATION_NS, launch_share
+from keet.rules.launch_overhead import launch_cost_ns, launch_share, max_duration_ns
 
 # Below this share of the GPU's SMs left idle the loss is within run-to-run noise of block
 # scheduling (e.g. 126 blocks on 132 SMs), not worth a finding.
@@ -27,12 +27,13 @@ MIN_IDLE_SHARE = 0.1
 )
 def apply(k: KernelView) -> Finding | None:
     grid, sms, duration = k.metric("launch.grid_size"), k.metric("launch.sm_count"), k.metric("duration")
-    if sms <= 0 or grid >= sms or duration <= LAUNCH_COST_NS:
+    cost = launch_cost_ns(k)
+    if sms <= 0 or grid >= sms or duration <= cost:
         return None  # a full GPU's worth of blocks, or so short that launch overhead dominates
     idle = 1 - grid / sms
     if idle < MIN_IDLE_SHARE:
         return None
-    evidence = [k.evidence("launch.grid_size", sms, "<"), k.evidence("launch.sm_count"), k.evidence("duration", LAUNCH_COST_NS, ">")]
+    evidence = [k.evidence("launch.grid_size", sms, "<"), k.evidence("launch.sm_count"), k.evidence("duration", cost, ">")]
     headroom, memory_text = 1.0, ""
     if k.has("sol.memory_pct"):
         memory = k.metric("sol.memory_pct")
@@ -44,8 +45,8 @@ def apply(k: KernelView) -> Finding | None:
         )
     # impact = min(1 - blocks / SMs, 1 - memory throughput / 100) x duration / (duration + L):
     # the idle SM share, capped by what the shared memory system can still absorb, discounted
-    # by the launch cost L (LAUNCH_COST_NS) that a fuller grid would not remove.
-    impact = clamp(min(idle, headroom) * (1 - launch_share(duration)))
+    # by the launch cost L (launch_cost_ns) that a fuller grid would not remove.
+    impact = clamp(min(idle, headroom) * (1 - launch_share(duration, cost)))
     waves = ""
     if k.has("launch.waves_per_sm"):
         evidence.append(k.evidence("launch.waves_per_sm"))
@@ -75,7 +76,7 @@ def apply(k: KernelView) -> Finding | None:
         category="small_grid",
         rule="small-grid",
         impact=impact,
-        confidence=0.9 if duration > MAX_DURATION_NS else 0.7,
+        confidence=0.9 if duration > max_duration_ns(cost) else 0.7,
         evidence=evidence,
         explanation=(
             f"The grid has only {num(grid)} blocks for the GPU's {num(sms)} SMs{waves}: a block runs on one SM, so "

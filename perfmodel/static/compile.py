@@ -1,6 +1,6 @@
 """Compile a .cu file for a target GPU with no GPU present: PTX, cubin and per-kernel resources.
 
-nvcc is found by ``microbench.runner.find_nvcc``: ``$NVCC``, nvcc on PATH or in
+nvcc is found by ``keet.toolchain.find_nvcc``: ``$NVCC``, nvcc on PATH or in
 /usr/local/cuda, else the PyPI wheel ``nvidia-cuda-nvcc`` (site-packages/nvidia/cu*/bin/nvcc). The source is compiled once to PTX (``nvcc -ptx``), and that PTX is assembled
 with the ptxas next to nvcc (``ptxas -v``), whose report gives registers, static shared memory,
 stack frame and spill bytes per kernel (the wheels ship no cuobjdump, so ptxas's report is the
@@ -17,11 +17,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from keet import toolchain
 from keet.errors import KeetError
-from keet.ingest.ncu_csv import function_base_name
+from keet.names import function_base_name
+from perfmodel.hardware import gpu, gpu_ids
 
-#: GPU id -> the architecture its code is compiled for.
-ARCHS = {"h100": "sm_90a", "h200": "sm_90a", "b200": "sm_100a", "a100": "sm_80"}
+
+def cuda_archs() -> dict[str, str]:
+    """GPU id -> the CUDA architecture its code is compiled for (the hardware files' build_target)."""
+    return {gpu_id: gpu(gpu_id).build_target for gpu_id in gpu_ids() if gpu(gpu_id).vendor == "nvidia" and gpu(gpu_id).build_target}
 NVCC_FLAGS = ["-O3", "-lineinfo", "-std=c++17"]
 TIMEOUT_S = 300.0
 
@@ -74,17 +78,16 @@ class Compiled:
 
 
 def arch_for(gpu_id: str) -> str:
+    archs = cuda_archs()
     try:
-        return ARCHS[gpu_id.lower()]
+        return archs[gpu_id.lower()]
     except KeyError:
-        raise KeetError(f"no CUDA target for GPU {gpu_id!r} (static analysis supports {', '.join(ARCHS)})") from None
+        raise KeetError(f"no CUDA target for GPU {gpu_id!r} (static analysis supports {', '.join(archs)})") from None
 
 
 def find_nvcc() -> str:
-    """$NVCC, nvcc on PATH or in /usr/local/cuda, else the PyPI wheel's (microbench.runner)."""
-    from microbench.runner import find_nvcc as find
-
-    return find(None)
+    """$NVCC, nvcc on PATH or in /usr/local/cuda, else the PyPI wheel's (keet.toolchain)."""
+    return toolchain.find_nvcc(None)
 
 
 def tool_next_to(nvcc: str, name: str) -> str:

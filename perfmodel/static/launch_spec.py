@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from keet.errors import KeetError
-from keet.ingest.ncu_csv import function_base_name
+from keet.names import function_base_name
 from perfmodel.static.compile import Compiled, entry_params
 from perfmodel.static.launches import Arg, Buffer, Launch, Pointer
 

@@ -16,6 +16,13 @@ Identical launches (same kernel, grid, block, dynamic shared memory and argument
 merged by default, keeping the first one's buffer snapshots and counting the repeats
 (``Launch.count``): buffers only change through host writes, and a timing loop relaunches the
 same kernel on the same buffers.
+
+Running the host code means running the file's own code: it runs in keet's bubblewrap sandbox
+(keet/sandbox.py: no environment, no network, nothing writable but the record folder, nothing of
+the caller's processes visible, limits on the whole process tree) whenever this machine has one.
+Without it, ``host_sandbox="auto"`` runs the program directly with a minimal environment and
+prints a one-line warning; ``"require"`` refuses; ``"off"`` runs it directly without a word
+(trusted programs, such as the zoo's).
 """
 
 from __future__ import annotations
@@ -24,8 +31,8 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +40,14 @@ from pathlib import Path
 import numpy as np
 
 from keet.errors import KeetError
+from keet.sandbox import (
+    Isolation,
+    Limits,
+    SandboxUnavailable,
+    read_left_file,
+    run_limited,
+    sandbox_problem,
+)
 from perfmodel.hardware import gpu
 from perfmodel.static.compile import (
     Compiled,
@@ -48,6 +63,8 @@ RECORDER_SRC = Path(__file__).resolve().parent / "recorder" / "recorder.cpp"
 TIMEOUT_S = 60.0
 MEMORY_LIMIT_BYTES = 16 << 30  # address space of the program (device buffers are reserved lazily)
 SNAPSHOT_CAP_BYTES = 1 << 30  # total bytes of buffer snapshots written per program
+RECORD_MARGIN_BYTES = 64 << 20  # the launch record itself, beyond the snapshots
+HOST_SANDBOX = ("auto", "require", "off")
 
 
 class DiscoveryError(KeetError):
@@ -73,9 +90,11 @@ class Buffer:
     _keep: object = field(default=None, repr=False, compare=False)  # keeps the scratch folder alive
 
     def read(self) -> np.ndarray | None:
-        """The bytes as a uint8 array (zeros when uninitialized), or None when skipped."""
+        """The bytes as a uint8 array (zeros when uninitialized), or None when skipped (or when
+        the program left something else than a regular file of the recorded size there)."""
         if self.content == "file" and self.path is not None:
-            return np.fromfile(self.path, dtype=np.uint8)
+            data = read_left_file(self.path, self.size)
+            return np.frombuffer(data, dtype=np.uint8).copy() if data is not None and len(data) == self.size else None
         if self.content == "fill":
             return np.full(self.size, self.fill or 0, dtype=np.uint8)
         if self.content == "uninitialized":
@@ -252,29 +271,48 @@ def spec_text(compiled: Compiled, gpu_id: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Running
 # ---------------------------------------------------------------------------------------------
-def run_program(exe: Path, env: dict[str, str], cwd: Path, argv: list[str], timeout: float, memory_bytes: int) -> tuple[int | None, str]:
-    """Run with a time and memory limit in its own process group; (exit status or None on timeout, output tail).
+def run_program(exe: Path, env: dict[str, str], cwd: Path, argv: list[str], timeout: float, memory_bytes: int,
+                output_bytes: int, readable: tuple[Path, ...] = (), sandboxed: bool = True) -> tuple[int | None, str]:
+    """Run the program under keet.sandbox's limits (time, memory and processes of its whole
+    tree, total bytes written), isolated when ``sandboxed`` (writable: ``cwd`` only; readable:
+    ``readable``); (exit status or None on timeout, output tail)."""
+    limits = Limits(wall_seconds=timeout, memory_bytes=memory_bytes, output_bytes=output_bytes, log_bytes=64 << 10, processes=64)
+    isolation = Isolation((cwd,), readable) if sandboxed else None
+    result = run_limited([str(exe), *argv], cwd, limits, env=env, isolation=isolation)
+    tail = (result.stdout + result.stderr)[-4000:]
+    if result.killed == "time":
+        return None, tail
+    status = result.returncode if result.returncode is not None else -1
+    if result.killed:
+        tail = (tail + f"\n{result.summary()}").strip()
+    return status, tail
 
-    The limits (address space, no core file) are set by `sh -c ulimit` in the child rather than
-    by a preexec_fn, which is unsafe in a process with threads."""
-    limits = f"ulimit -v {max(1, memory_bytes // 1024)} && ulimit -c 0 && exec \"$0\" \"$@\""
-    p = subprocess.Popen(["/bin/sh", "-c", limits, str(exe), *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=timeout)
-        return p.returncode, out.decode(errors="replace")[-4000:]
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        return None, out.decode(errors="replace")[-4000:]
+
+def _host_run_mode(cu_path: Path, host_sandbox: str) -> bool:
+    """Whether the host code runs sandboxed; warns (one line) or refuses when it cannot."""
+    if host_sandbox not in HOST_SANDBOX:
+        raise ValueError(f"host_sandbox must be one of {', '.join(HOST_SANDBOX)}, not {host_sandbox!r}")
+    if host_sandbox == "off":
+        return False
+    problem = sandbox_problem()
+    if problem is None:
+        return True
+    if host_sandbox == "require":
+        raise SandboxUnavailable(f"{cu_path}: launch discovery runs the file's host code, and it cannot be sandboxed here: {problem}")
+    sys.stderr.write(f"perfmodel: warning: {cu_path}: running the file's host code without a sandbox ({problem}); "
+                     "--require-sandbox refuses instead\n")
+    return False
 
 
-def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object) -> tuple[list[Launch], bool]:
-    """The recorder's JSON lines -> launches (all of them, in order) and whether the program reached exit."""
+def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object, cap: int = SNAPSHOT_CAP_BYTES) -> tuple[list[Launch], bool]:
+    """The recorder's JSON lines -> launches (all of them, in order) and whether the program reached exit.
+    The program wrote the file: it is read only as a regular file of at most ``cap`` bytes."""
+    data = read_left_file(path, cap)
+    text = data.decode(errors="replace") if data is not None else ""
     launches: list[Launch] = []
     exited = False
     snapshots: dict[tuple, Buffer] = {}
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         try:
             ev = json.loads(line)
         except json.JSONDecodeError:  # a line cut short by a crash
@@ -288,7 +326,10 @@ def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object
                     pointers=tuple(Pointer(*p) for p in a["pointers"])) for i, a in enumerate(ev.get("args", []))]
         buffers = {}
         for b in ev.get("buffers", []):
-            key = (b["id"], b["content"], b.get("file"), b.get("fill"), b.get("reason"))
+            name = b.get("file")
+            if name is not None and (not isinstance(name, str) or os.path.basename(name) != name or name.startswith(".")):
+                continue  # the program wrote the record: a snapshot is a plain file in the record folder, nothing else
+            key = (b["id"], b["content"], name, b.get("fill"), b.get("reason"))
             if key not in snapshots:
                 snapshots[key] = Buffer(id=b["id"], size=b["size"], kind=b["kind"], content=b["content"],
                                         path=folder / b["file"] if b.get("file") else None, fill=b.get("fill"),
@@ -317,19 +358,21 @@ def merge_identical(launches: list[Launch], by: str = "args") -> list[Launch]:
 def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | None = None, argv: list[str] | tuple[str, ...] = (),
                       workdir: str | Path | None = None, unique: bool | str = True, timeout: float = TIMEOUT_S,
                       memory_bytes: int = MEMORY_LIMIT_BYTES, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES,
-                      program: Path | None = None) -> Launches:
+                      program: Path | None = None, host_sandbox: str = "auto") -> Launches:
     """The kernel launches of the self-contained program CU_PATH, recorded with no GPU for GPU_ID.
 
     compiled: the program compiled for GPU_ID (compile_cu), to reuse its PTX; argv: the
     program's arguments; workdir: where buffer snapshots are kept (default: a temporary folder
     removed once no returned Buffer refers to it); unique: True or "args" merges identical
     launches, "config" merges launches of the same kernel and configuration whatever their
-    arguments, False returns every launch; program: the program already built by build_program."""
+    arguments, False returns every launch; program: the program already built by build_program;
+    host_sandbox: "auto", "require" or "off" (module docstring)."""
     if unique not in (True, False, "args", "config"):
         raise ValueError(f"unique must be True, False, 'args' or 'config', not {unique!r}")
     cu_path = Path(cu_path)
     if not cu_path.is_file():
         raise KeetError(f"{cu_path}: no such file")
+    sandboxed = _host_run_mode(cu_path, host_sandbox)
     compiled = compiled or compile_cu(cu_path, gpu_id)
     if compiled.arch != arch_for(gpu_id):
         raise KeetError(f"{cu_path}: compiled for {compiled.arch}, not for {gpu_id} ({arch_for(gpu_id)})")
@@ -348,15 +391,19 @@ def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | 
         exe = program or build_program(cu_path, gpu_id, build / "program")
         spec = build / "kernels.spec"
         spec.write_text(spec_text(compiled, gpu_id))
+        folder = Path(os.path.abspath(folder))
         record = folder / "launches.jsonl"
         record.unlink(missing_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PERFMODEL_RECORD_")}
-        env.update(PERFMODEL_RECORD_OUT=str(record), PERFMODEL_RECORD_DIR=str(folder), PERFMODEL_RECORD_SPEC=str(spec),
-                   PERFMODEL_RECORD_MAX_BYTES=str(int(snapshot_cap_bytes)))
-        status, tail = run_program(exe, env, folder, list(argv), timeout, memory_bytes)
+        # the program's whole environment: where to record, and PATH (never the caller's keys)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PERFMODEL_RECORD_OUT": str(record), "PERFMODEL_RECORD_DIR": str(folder),
+               "PERFMODEL_RECORD_SPEC": str(spec.resolve()), "PERFMODEL_RECORD_MAX_BYTES": str(int(snapshot_cap_bytes))}
+        exe = Path(os.path.abspath(exe))
+        status, tail = run_program(exe, env, folder, list(argv), timeout, memory_bytes, snapshot_cap_bytes + RECORD_MARGIN_BYTES,
+                                   (exe.parent, build.resolve()), sandboxed)
     finally:
         shutil.rmtree(build, ignore_errors=True)
-    launches, completed = parse_record(record, params, folder, keep) if record.is_file() else ([], False)
+    record_cap = snapshot_cap_bytes + RECORD_MARGIN_BYTES
+    launches, completed = parse_record(record, params, folder, keep, record_cap) if record.is_file() else ([], False)
     if not launches:
         if status is None:
             why = f"ran longer than {timeout:g} s before its first launch"

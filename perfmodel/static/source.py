@@ -24,9 +24,9 @@ import numpy as np
 from keet.errors import KeetError
 from perfmodel import occupancy
 from perfmodel.features import KernelFeatures
-from perfmodel.hardware import gpu
+from perfmodel.hardware import gpu, reference_gpu_id
 from perfmodel.static import traffic
-from perfmodel.static.compile import ARCHS, Compiled, arch_for, compile_cu
+from perfmodel.static.compile import Compiled, arch_for, compile_cu, cuda_archs
 from perfmodel.static.interpreter import (
     InterpreterError,
     Memory,
@@ -40,7 +40,6 @@ from perfmodel.static.ptx import Module, parse
 # Lanes interpreted together: enough blocks to represent the grid, few enough to stay fast.
 MAX_SAMPLED_LANES = 1024
 MIN_SAMPLED_BLOCKS, MAX_SAMPLED_BLOCKS = 3, 8
-COUNTING_GPU = "h100"  # whose build is interpreted for targets without a CUDA architecture
 
 
 class StaticError(KeetError):
@@ -187,12 +186,12 @@ def _parsed(ptx: str) -> Module:
 
 def counting_gpu(target_id: str) -> str:
     """The GPU whose build is interpreted: the target itself when it has a CUDA architecture."""
-    return target_id.lower() if target_id.lower() in ARCHS else COUNTING_GPU
+    return target_id.lower() if target_id.lower() in cuda_archs() else reference_gpu_id()
 
 
 def launches_of(path: str | Path, compiled: Compiled, *, kernel: str | None = None, grid: str | None = None,
                 block: str | None = None, smem: str | None = None, args: tuple[str, ...] = (), buffers: tuple[str, ...] = (),
-                argv: tuple[str, ...] = (), program: Future | None = None) -> list[Launch]:
+                argv: tuple[str, ...] = (), program: Future | None = None, host_sandbox: str = "auto") -> list[Launch]:
     """The launches to predict: discovered by running the program's host code, or given by the
     flags (which replace discovery when --grid and --block are both given, else override
     values of the discovered launches of --kernel). program: the host program being built
@@ -200,7 +199,8 @@ def launches_of(path: str | Path, compiled: Compiled, *, kernel: str | None = No
     flags = {"kernel": kernel, "grid": grid, "block": block, "smem": smem, "args": args, "buffers": buffers}
     if grid is not None and block is not None:
         return [launch_from_spec(compiled, **flags)]
-    found = discover_launches(path, compiled.gpu_id, compiled=compiled, argv=argv, program=program.result() if program else None)
+    found = discover_launches(path, compiled.gpu_id, compiled=compiled, argv=argv, program=program.result() if program else None,
+                              host_sandbox=host_sandbox)
     if kernel is not None:
         wanted = compiled.kernel(kernel).name
         found = [launch for launch in found if launch.kernel == wanted]

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.hardware import GPU
+from perfmodel.hardware import GPU, SECTOR_BYTES
 from perfmodel.static.interpreter import GLOBAL_BASE, GLOBAL_STRIDE, distinct
 
-SECTOR_BYTES = 32
 SECTOR_MASK = np.uint64((1 << 48) - 1)
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from keet.ingest import load_profile  # noqa: E402
-from profiles.corpus.split import split_of  # noqa: E402
+from keet.ingest import load_profile
+from profiles.corpus.split import split_of
 
 GPUS = ("h100", "h200")
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from torch_cases import cases  # noqa: E402
+from torch_cases import cases
 
 ISOLATED_RUNS = 10
 BACK_TO_BACK_RUNS = 30
@@ -161,7 +161,7 @@ def main() -> int:
             for _ in range(3 if args.mode == "time" else 2):  # module load, library handles and heuristics, torch.compile
                 call()
             torch.cuda.synchronize()
-        except Exception as exc:  # an operator this build lacks: recorded, the run goes on
+        except Exception as exc:  # noqa: BLE001 - an operator this build lacks: recorded, the run goes on
             results[case.case_id] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
             print(f"[{number + 1}/{len(chosen)}] {case.case_id}: {results[case.case_id]['error']}", file=sys.stderr, flush=True)
             continue

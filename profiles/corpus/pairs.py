@@ -3,7 +3,7 @@ a user can choose (a compiler, a library path, a layout, a precision mode). The 
 measures which is faster; build_manifest.py records the measured speedup of each pair on
 each GPU (isolated, cold-L2 kernel times summed over the call's kernels), so a pair whose
 'after' turned out slower stays visible as such. Used to check the time a diagnosis calls
-recoverable (issue 21).
+recoverable.
 """
 
 from __future__ import annotations

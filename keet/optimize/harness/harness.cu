@@ -7,6 +7,9 @@
 //   dims D0 D1 ...            the Problem's dims
 //   in ELEMENT_BYTES COUNT PATH    an input, raw little-endian bytes
 //   alt PATH                  time mode: the previous input's alternate values (same size)
+//   after PATH                check mode: where the previous input is written back (default:
+//                             its PATH.after; keet names a file beside the outputs, because the
+//                             inputs are read-only to a sandboxed candidate)
 //   out ELEMENT_BYTES COUNT PATH   an output; results go to PATH.run1 / PATH.run2 (check)
 //                                  or PATH.timed (time), each with its guard zones
 //   timing WARMUP REPS             time mode only
@@ -55,7 +58,7 @@ static const size_t kGuard = 4096;         // guard bytes before and after every
 
 struct Buffer {
   size_t elem = 0, count = 0;
-  std::string path, alt_path;
+  std::string path, alt_path, after_path;
   unsigned char* base = nullptr;  // allocation start (outputs: guard first)
   unsigned char* sets[2] = {nullptr, nullptr};  // time mode: the given and the alternate values
   size_t bytes() const { return elem * count; }
@@ -122,6 +125,9 @@ static std::vector<Case> read_plan(const char* path) {
     } else if (w == "alt") {
       if (std::fscanf(f, "%4095s", text) != 1) break;
       cases.back().ins.back().alt_path = text;
+    } else if (w == "after") {
+      if (std::fscanf(f, "%4095s", text) != 1) break;
+      cases.back().ins.back().after_path = text;
     } else if (w == "timing") {
       if (std::fscanf(f, "%d %d", &cases.back().warmup, &cases.back().reps) != 2) break;
     }
@@ -215,7 +221,7 @@ static void run_check(Case& c, const Problem& p, cudaStream_t s) {
   for (Buffer& b : c.ins) {
     std::vector<unsigned char> host(b.bytes());
     HCHECK(cudaMemcpy(host.data(), b.base, b.bytes(), cudaMemcpyDeviceToHost));
-    write_file(b.path + ".after", host.data(), host.size());
+    write_file(b.after_path.empty() ? b.path + ".after" : b.after_path, host.data(), host.size());
   }
 }
 

@@ -10,6 +10,7 @@ note = how it was derived. The TOML text is edited minimally: an existing [param
 table is removed (its header, key lines and comments, but not the comment lines directly above
 the next table header, which belong to that table), the new tables are appended at the end; everything else is left byte for byte.
 Refuses a calibration file measured on another GPU model than the hardware file's.
+Calibration is perfmodel's (`perfmodel calibrate`): microbench only measures and writes the JSON.
 """
 
 from __future__ import annotations
