@@ -138,13 +138,13 @@ def ask(model, settings: LLMSettings, question: dict[str, Any], with_context: bo
     with llm_errors(settings):
         try:
             response = watch.run(model.invoke, messages) if watch is not None else model.invoke(messages)
-        except Exception as exc:
+        except Exception:
             if watch is not None and watch.problem:
                 raise malformed_reply(settings, watch.problem) from None
             if watch is not None and watch.stopped:
                 raise LLMError(f"the LLM endpoint {settings.endpoint()} did not answer question {question['id']} "
                                f"within the deadline: {watch.stopped}") from None
-            raise exc
+            raise
         if watch is not None and watch.problem:
             raise malformed_reply(settings, watch.problem)
         reply = response.text

@@ -333,7 +333,7 @@ class FactBook:
             kernel = int(named.group(1))
         base = describe_fact(origin, None, "")
         for claim in extract_numbers(text, 0, 0):
-            words = read_subject(_clause_at(text, claim.start))
+            words = _timed(read_subject(_clause_at(text, claim.start)), claim.dimension)
             subject = Subject(base.topic | words.topic | ({"duration"} if claim.dimension == "time" else set()),
                               words.scope or base.scope, base.roles | words.roles)
             finding = _FINDING.search(origin)
@@ -739,10 +739,16 @@ def bind(claim: Claim, text: str, offset: int, spans: list[tuple[int, int]], top
     """The claim's subject: the words of its clause (kernel and GPU names blanked out), a time
     with no word for what it is being a duration."""
     words = _clause_at(text, claim.start - offset, spans, topics)
-    subject = read_subject(words)
-    if claim.dimension == "time" and not subject.topic:
-        subject = Subject(frozenset({"duration"}), subject.scope, subject.roles)
-    claim.subject = subject
+    claim.subject = _timed(read_subject(words), claim.dimension)
+
+
+def _timed(subject: Subject, dimension: str | None) -> Subject:
+    """Duration words ("runs", "time", "took") say what a time is; a percent, a count or a size
+    in the same clause is not a duration ("the FMA pipe runs at 68.2% of peak"). A time with no
+    word for what it is, is a duration."""
+    if dimension == "time":
+        return subject if subject.topic else Subject(frozenset({"duration"}), subject.scope, subject.roles)
+    return Subject(subject.topic - {"duration"}, subject.scope, subject.roles) if "duration" in subject.topic else subject
 
 
 def extract_claims(answer: str, book: FactBook, limit: int | None = None) -> list[Claim]:
