@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from keet.cli_options import output_option
-from keet.llm.settings import LLMError
+from keet.llm.settings import INSTALL_LLM, LLMError
 
 if TYPE_CHECKING:  # annotations only: `keet --help` must not load pandas
     from keet.profile import Kernel, Profile
 
-# The install commands the README gives (run in the source checkout, as its set-up does); the
-# hints below quote them word for word so that a user sees one command, wherever they look.
-INSTALL_LLM = "pip install -c constraints.txt -e '.[llm]'"
+# The install commands the README gives (run in the source checkout, as its set-up does; the
+# llm extra's is INSTALL_LLM in keet.llm.settings); the hints quote them word for word so that a
+# user sees one command, wherever they look.
 INSTALL_LLM_LOCAL = "pip install -c constraints.txt -e '.[llm,llm-local]'"
 # Top-level modules of each extra (pyproject.toml). Checked before any import, so that a missing
 # one is a hint, not a ModuleNotFoundError from deep inside langchain or serve.py.

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 # Local servers (llama.cpp, vLLM, Ollama) accept any key, but the openai client refuses to
 # start without one; this placeholder is sent when the user has none.
 NO_KEY = "no-key-needed"
-INSTALL_HINT = "the LLM agent needs the llm extra: pip install 'keet[llm]'"
+# the README's install command (keet/llm/cli.py's hints say the same)
+INSTALL_LLM = "pip install -c constraints.txt -e '.[llm]'"
+INSTALL_HINT = f"the LLM agent needs the llm extra: {INSTALL_LLM}"
 
 
 class LLMError(KeetError):

@@ -51,6 +51,8 @@ def optimize(kernel_path: str, kernel_name: str, reference_path: str, problem_pa
     if problem.kernel != kernel_name:
         raise KeetError(f"{problem.path}: the problem's kernel is {problem.kernel!r}, not {kernel_name!r}")
     chat = None
+    if strategy == "llm" and no_sandbox:  # said before anything else: no extra or endpoint makes it allowed
+        raise KeetError("--no-sandbox is for trusted, human-written kernels; the llm strategy's candidates run only in the sandbox")
     if strategy == "llm":
         from keet.optimize.llm_strategy import default_chat_model
 
