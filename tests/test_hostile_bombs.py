@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ncu_rep_framing import ncu_rep_block
 
 pytestmark = pytest.mark.slow
 
@@ -60,17 +61,6 @@ def explain_bomb(path: Path, tmp_path: Path) -> None:
     assert list(temp.iterdir()) == []
 
 
-def block_header(payload: int) -> bytes:
-    varint = bytearray()
-    while True:
-        byte, payload = payload & 0x7F, payload >> 7
-        varint.append(byte | (0x80 if payload else 0))
-        if not payload:
-            break
-    header = bytes([5 << 3]) + bytes(varint)
-    return struct.pack("<I", len(header)) + header
-
-
 @pytest.mark.parametrize("kind", sorted(COMPRESSORS))
 def test_compressed_report_of_zeros(tmp_path, kind):
     path = bomb(tmp_path / f"zeros.ncu-rep.{kind}", NCU_REP_START, b"\x00", COMPRESSORS[kind])
@@ -79,7 +69,7 @@ def test_compressed_report_of_zeros(tmp_path, kind):
 
 def test_compressed_report_whose_one_block_claims_a_terabyte(tmp_path):
     # The framing is valid until the payload: the copy must stop at the byte bound (512 MiB).
-    path = bomb(tmp_path / "block.ncu-rep.xz", NCU_REP_START + block_header(2**40), b"\x00", lzma.compress)
+    path = bomb(tmp_path / "block.ncu-rep.xz", NCU_REP_START + ncu_rep_block(2**40), b"\x00", lzma.compress)
     explain_bomb(path, tmp_path)
 
 

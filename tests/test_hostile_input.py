@@ -35,6 +35,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ncu_rep_framing import ncu_rep_block
 
 from keet import ProfileError, load_profile
 from keet.cli_runner import run_cli
@@ -114,18 +115,6 @@ def own_tmpdir(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("TMPDIR", str(folder))
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     return folder
-
-
-def ncu_rep_block(payload_size: int) -> bytes:
-    """One framing block: [u32 header size][BlockHeader with PayloadSize (field 5, varint)]."""
-    value, varint = payload_size, bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        varint.append(byte | (0x80 if value else 0))
-        if not value:
-            break
-    header = bytes([5 << 3]) + bytes(varint)
-    return struct.pack("<I", len(header)) + header
 
 
 NCU_REP_START = b"NVR\x00" + struct.pack("<I", 2) + b"\x08\x01"  # magic, file header of 2 bytes
