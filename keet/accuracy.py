@@ -21,6 +21,7 @@ from pathlib import Path
 from keet.diagnosis import diagnose_kernel
 from keet.errors import KeetError
 from keet.ingest import load_profile
+from keet.project_data import corpus_manifest
 from keet.project_data import manifest_path as find_manifest
 
 
@@ -85,10 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.corpus:
             from keet import accuracy_corpus
 
-            manifest = find_manifest(args.manifest)
-            found = accuracy_corpus.verdicts(manifest, progress=lambda line: print(line, file=sys.stderr))
+            corpus = corpus_manifest(find_manifest(args.manifest))
+            if corpus is None:
+                raise KeetError("no corpus/manifest.json beside the zoo manifest")
+            found = accuracy_corpus.verdicts(corpus, progress=lambda line: print(line, file=sys.stderr))
             print()
-            print(accuracy_corpus.report(found, accuracy_corpus.pair_gains(manifest)))
+            print(accuracy_corpus.report(found, accuracy_corpus.pair_gains(corpus)))
     except KeetError as exc:  # the CLI convention: one line, exit status 2
         print(f"keet.accuracy: error: {exc}", file=sys.stderr)
         return 2

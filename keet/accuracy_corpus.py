@@ -13,7 +13,6 @@ check reports the measured gains only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,6 @@ from pathlib import Path
 from keet.diagnosis import diagnose_kernel
 from keet.ingest import load_profile
 
-CORPUS_MANIFEST = "corpus/manifest.json"  # beside the zoo manifest
 MEMORY_BOUND = frozenset({"dram_bandwidth"})
 COMPUTE_BOUND = frozenset({"fp32_compute", "fp64_compute", "sfu_compute", "int_compute", "tensor_compute", "instruction_issue"})
 MEMORY_MIN_SPEEDUP = 1.25  # H100 time / H200 time for a DRAM-bound kernel
@@ -53,10 +51,10 @@ class CorpusVerdict:
         return None
 
 
-def verdicts(zoo_manifest: Path, gpu: str = "h100", progress: Callable[[str], None] | None = None) -> list[CorpusVerdict]:
-    """Diagnose every corpus kernel in its report from `gpu`."""
-    root = Path(zoo_manifest).parent / Path(CORPUS_MANIFEST).parent
-    manifest = json.loads((root / "manifest.json").read_text())
+def verdicts(manifest: dict, gpu: str = "h100", progress: Callable[[str], None] | None = None) -> list[CorpusVerdict]:
+    """Diagnose every corpus kernel of the manifest (keet.project_data.corpus_manifest) in its
+    report from `gpu`."""
+    root = Path(manifest["root"])
     out = []
     for report in manifest["gpus"][gpu]["reports"]:
         if progress:
@@ -73,8 +71,7 @@ def verdicts(zoo_manifest: Path, gpu: str = "h100", progress: Callable[[str], No
     return out
 
 
-def pair_gains(zoo_manifest: Path) -> list[str]:
-    manifest = json.loads((Path(zoo_manifest).parent / CORPUS_MANIFEST).read_text())
+def pair_gains(manifest: dict) -> list[str]:
     lines = []
     for pair in manifest.get("pairs", []):
         gains = ", ".join(f"{g} {s:.2f}x" for g, s in pair["speedup"].items())

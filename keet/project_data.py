@@ -108,3 +108,14 @@ def writable_source_dir(*parts: str) -> Path | None:
         return None
     folder = checkout.joinpath(*parts)
     return folder if folder.is_dir() and os.access(folder, os.W_OK) else None
+
+
+def corpus_manifest(zoo_manifest: str | Path) -> dict | None:
+    """The real-world corpus's manifest (profiles/corpus/manifest.json, beside the zoo's), or
+    None where the checkout has none. Report paths in it are relative to its folder."""
+    path = Path(zoo_manifest).parent / "corpus" / "manifest.json"
+    if not path.exists():
+        return None
+    manifest = json.loads(path.read_text())
+    manifest["root"] = str(path.parent)
+    return manifest

@@ -226,16 +226,17 @@ def validate(manifest_option: Path | None, fmt: str, recount_static: bool) -> No
             text = document(manifest, progress=lambda *stage: show(" ".join(map(str, stage))))
         click.echo(text, nl=False)
         return
+    from keet.project_data import corpus_manifest
     from perfmodel import validate_corpus
 
     with progress("perfmodel validate") as show:
         show("reading the zoo's profiles")
         manifest_data = json.loads(manifest.read_text())
         all_rows = rows(manifest_data, zoo_features(manifest_data, manifest.parent))
-        corpus = validate_corpus.load_manifest(manifest)
+        corpus = corpus_manifest(manifest)
         corpus_rows = []
         if corpus is not None:
-            work = validate_corpus.corpus_features(corpus, manifest.parent / "corpus", progress=show)
+            work = validate_corpus.corpus_features(corpus, progress=show)
             corpus_rows = validate_corpus.corpus_rows(corpus, work)
     corpus_summary = validate_corpus.corpus_summary(corpus_rows)
     if fmt == "json":

@@ -264,12 +264,13 @@ def other_gpus_table(predictions: dict[tuple[str, str], Prediction | str], progr
 def corpus_section(manifest_path: Path, zoo_rows: list[Row], progress=None) -> list[str]:
     """The real-world corpus beside the zoo: validation split first (the headline), dev split,
     then the zoo as development figures."""
+    from keet.project_data import corpus_manifest
     from perfmodel import validate_corpus as vc
 
-    corpus = vc.load_manifest(manifest_path)
+    corpus = corpus_manifest(manifest_path)
     if corpus is None:
-        return ["## Real-world corpus", "", f"Not assessed: no {vc.CORPUS_MANIFEST} beside the zoo manifest.", ""]
-    work = vc.corpus_features(corpus, Path(manifest_path).parent / Path(vc.CORPUS_MANIFEST).parent, progress)
+        return ["## Real-world corpus", "", "Not assessed: no corpus/manifest.json beside the zoo manifest.", ""]
+    work = vc.corpus_features(corpus, progress)
     corpus_rows = vc.corpus_rows(corpus, work)
     missing = vc.not_predicted(corpus, work)
     kernels = corpus["kernels"]

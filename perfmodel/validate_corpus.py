@@ -12,7 +12,6 @@ it, so its figures are the headline.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,6 @@ from perfmodel.hardware import gpu
 from perfmodel.model import predict
 from perfmodel.validate import Row, error_stats, naive_roofline_ns
 
-CORPUS_MANIFEST = "corpus/manifest.json"  # beside the zoo manifest
 SETTINGS = (("h100", "h100"), ("h200", "h200"), ("h100", "h200"), ("h200", "h100"))
 SHORT_NS = 5_000.0  # kernels under 5 us are reported apart: launch and ramp dominate them
 
@@ -36,15 +34,11 @@ class CorpusRow(Row):
     library: str
 
 
-def load_manifest(zoo_manifest: Path) -> dict | None:
-    path = Path(zoo_manifest).parent / CORPUS_MANIFEST
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def corpus_features(manifest: dict, root: Path, progress: Callable[[str], None] | None = None
+def corpus_features(manifest: dict, progress: Callable[[str], None] | None = None
                     ) -> dict[str, dict[str, KernelFeatures | str]]:
     """GPU -> kernel id -> the model's inputs from that GPU's report (or why there are none).
     Each report is read once, with only the metrics the model reads."""
+    root = Path(manifest["root"])
     out: dict[str, dict[str, KernelFeatures | str]] = {}
     for gpu_id, facts in manifest["gpus"].items():
         out[gpu_id] = {}

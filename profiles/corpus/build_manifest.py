@@ -89,6 +89,8 @@ def build(capture_dirs: list[Path]) -> dict:
     for gpu, (directory, times) in timings.items():
         out_dir = HERE / gpu
         out_dir.mkdir(exist_ok=True)
+        # every case's per-kernel times, the unprofiled ones too: what the GPU measured is kept
+        shutil.copyfile(directory / f"times_{gpu}.json", out_dir / f"times_{gpu}.json")
         reports = []
         for cases_file in sorted(directory.glob(f"{gpu}_part*.json")):
             report = cases_file.with_suffix(".ncu-rep.xz")
@@ -102,13 +104,12 @@ def build(capture_dirs: list[Path]) -> dict:
                 for ordinal, timed in enumerate(timed_case["kernels"]):
                     kernel = profile.kernels[position]
                     _check_match(timed, kernel, f"{relative} kernel {position} ({case_id} #{ordinal})")
-                    identity = f"{case_id}#{ordinal}"
+                    identity, library = f"{case_id}#{ordinal}", library_of(timed["name"])
                     entry = kernels.setdefault(identity, {
                         "id": identity, "case": case_id, "ordinal": ordinal, "group": timed_case["group"],
                         "family": timed_case["family"], "split": split_of(timed_case["group"]),
                         "name": kernel.name, "cupti_name": timed["name"], "function": kernel.function_name,
-                        "library": library_of(timed["name"]),
-                        "origin": f"PyTorch {times['device']['torch']} ({library_of(timed['name'])})",
+                        "library": library, "origin": f"PyTorch {times['device']['torch']} ({library})",
                         "launch": {"grid": _grid(timed["grid"]), "block": _grid(timed["block"]),
                                    "registers": timed["registers"], "shared_bytes": timed["shared_bytes"]},
                         "measured": {}})
