@@ -9,7 +9,8 @@ ref = "microbench suite v<N>, <calib file>, <GPU name> driver <driver>, <date>" 
 note = how it was derived. The TOML text is edited minimally: an existing [params.<name>]
 table is removed (its header, key lines and comments, but not the comment lines directly above
 the next table header, which belong to that table), the new tables are appended at the end; everything else is left byte for byte.
-Refuses a calibration file measured on another GPU model than the hardware file's.
+Refuses a calibration file measured on another GPU model than the hardware file's, and a
+parameter that perfmodel/hardware/parameters.toml does not declare with that unit.
 Calibration is perfmodel's (`perfmodel calibrate`): microbench only measures and writes the JSON.
 """
 
@@ -121,7 +122,7 @@ def calibrate(calib_path: str | Path, gpu_id: str, hardware_dir: str | Path, dry
            f"{measured} driver {driver}, {date}")
 
     # and the parameters the model fits from the raw sweeps (perfmodel.fit)
-    params = {**params, **fitted_parameters(calib, parse(text))}
+    params = {**params, **fitted_parameters(calib, parse(text, hw_path))}
     old_params = hw.get("params", {})
     changes, blocks = [], []
     for name, entry in params.items():
@@ -142,6 +143,7 @@ def calibrate(calib_path: str | Path, gpu_id: str, hardware_dir: str | Path, dry
         tomllib.loads(text)  # never write a file that does not parse
     except tomllib.TOMLDecodeError as exc:  # pragma: no cover - guarded by construction
         raise KeetError(f"internal error: the edited {hw_path.name} would not parse: {exc}") from None
+    parse(text, hw_path)  # nor one the parameter schema refuses (HardwareFileError: undeclared name, other unit)
     if not dry_run:
         fd, tmp = tempfile.mkstemp(prefix=f".{hw_path.name}.", dir=hw_path.parent)
         with os.fdopen(fd, "w") as handle:

@@ -15,6 +15,7 @@ from keet.ingest import load_profile
 from keet.project_data import manifest_path, writable_source_dir
 from keet.safe_text import terminal  # kernel names come from the profile
 from perfmodel.hardware import gpu, gpu_ids
+from perfmodel.terms.base import CONTEXTS as LAUNCH_CONTEXTS
 
 # perfmodel.features and perfmodel.model (numpy, pandas through keet.profile) are imported by
 # the commands that predict: `perfmodel gpus` and --help stay fast (docs/benchmarks.md).
@@ -90,8 +91,10 @@ LAUNCH_OPTIONS = ("grid", "block", "smem", "arg", "buffer", "program_arg")
 @click.option("--explain", is_flag=True, help="SOURCE: show the work counted by interpreting the PTX, and how.")
 @click.option("--require-sandbox", "require_sandbox", is_flag=True,
               help="SOURCE: refuse to run the file's host code (launch discovery) outside keet's bubblewrap sandbox.")
+@click.option("--context", type=click.Choice(list(LAUNCH_CONTEXTS)), default="isolated", show_default=True,
+              help="The measurement to predict: " + "; ".join(f"{name}: {what}" for name, what in LAUNCH_CONTEXTS.items()) + ".")
 @format_option("text", "json")
-def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool, **launch_flags) -> None:
+def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool, context: str, **launch_flags) -> None:
     """Predict each kernel's time on GPU from the work counts in a PROFILE, or from a CUDA
     SOURCE.cu with no GPU: the program's host code runs against a recording CUDA runtime to
     find its launches (or the flags give one), and each kernel's PTX is interpreted on a
@@ -101,7 +104,7 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
 
     hardware = gpu(gpu_id)
     if Path(path).suffix in SOURCE_SUFFIXES:
-        _predict_source(Path(path), hardware, kernel, fmt, explain, launch_flags)
+        _predict_source(Path(path), hardware, kernel, fmt, explain, launch_flags, context)
         return
     given = [f"--{name.replace('_', '-')}" for name in LAUNCH_OPTIONS if launch_flags[name]] + (["--explain"] if explain else [])
     if given:
@@ -113,13 +116,17 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
     results: list[dict] = []
     for k in kernels:
         try:
-            results.append(predict_kernel(hardware, features(profile, k)).as_dict())
+            work = features(profile, k)  # NotPredicted (a ValueError) when the profile lacks essential work
+            entry = predict_kernel(hardware, work, context).as_dict()
+            if work.missing_counts:  # work the profile lacks: the prediction is a lower bound
+                entry["missing_counts"] = list(work.missing_counts)
+            results.append(entry)
         except ValueError as exc:  # the launch cannot run on the target (a block exceeds a limit)
             results.append({"name": k.name, "predicted_ns": None, "error": str(exc)})
-    _report(str(profile.source), hardware, results, fmt)
+    _report(str(profile.source), hardware, results, fmt, context)
 
 
-def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain: bool, flags: dict) -> None:
+def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain: bool, flags: dict, context: str) -> None:
     from perfmodel.model import predict as predict_kernel
     from perfmodel.static.source import StaticError, static_kernels
 
@@ -138,7 +145,7 @@ def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain:
         launch = item.launch
         entry = {"grid": list(launch.grid), "block": list(launch.block), "launches": launch.count}
         try:
-            entry = predict_kernel(hardware, item.features).as_dict() | entry
+            entry = predict_kernel(hardware, item.features, context).as_dict() | entry
         except ValueError as exc:
             entry |= {"name": launch.name, "predicted_ns": None, "error": str(exc)}
         entry["approximations"] = item.approximations
@@ -147,18 +154,18 @@ def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain:
         results.append(entry)
     if not any(r["predicted_ns"] is not None for r in results):
         raise KeetError(next(r["error"] for r in results))
-    _report(str(path), hardware, results, fmt, explain)
+    _report(str(path), hardware, results, fmt, context, explain)
 
 
-def _report(source: str, hardware, results: list[dict], fmt: str, explain: bool = False) -> None:
+def _report(source: str, hardware, results: list[dict], fmt: str, context: str, explain: bool = False) -> None:
     if fmt == "json":
-        click.echo(json_text({"gpu": hardware.id, "kernels": results}, indent=1, default=str))
+        click.echo(json_text({"gpu": hardware.id, "context": context, "kernels": results}, indent=1, default=str))
         return
     import textwrap
 
     width = text_width()
     fill = lambda text: "\n".join(textwrap.wrap(text, width, subsequent_indent="      ", break_on_hyphens=False))
-    click.echo(fill(f"{terminal(source)} -> {hardware.name}"))
+    click.echo(fill(f"{terminal(source)} -> {hardware.name}, {context}: {LAUNCH_CONTEXTS[context]}"))
     for r in results:
         if r["predicted_ns"] is None:
             click.echo(fill(f"  {terminal(r['name'])}: not predicted: {terminal(r['error'])}"))
@@ -167,6 +174,8 @@ def _report(source: str, hardware, results: list[dict], fmt: str, explain: bool 
         at_least = ">= " if r["lower_bound"] else ""
         launch = f" <<<{tuple(r['grid'])}, {tuple(r['block'])}>>> x{r['launches']}" if "grid" in r else ""
         click.echo(fill(f"  {terminal(r['name'])}{launch}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})"))
+        if r.get("missing_counts"):
+            click.echo(fill(f"    lower bound: the profile lacks {'; '.join(r['missing_counts'])}"))
         if explain and "static" in r:
             _explain_static(r["static"])
 

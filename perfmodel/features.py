@@ -11,6 +11,7 @@ features do not move.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 
 from keet.canonical import names_in, vocabulary
@@ -44,15 +45,26 @@ WORK_COUNTS = {
 
 
 
+# Canonical work counts read only where the WORK_COUNTS above are absent (NVIDIA): total DRAM bytes
+# when the read/write split is not there, thread-level instructions when warp-level ones are not.
+FALLBACK_COUNTS = {"dram_bytes": "dram.bytes", "thread_instructions": "inst.thread_executed"}
+
+
+def ncu_raw_metrics() -> frozenset[str]:
+    """The raw Nsight Compute metric names the WORK_COUNTS (and their FALLBACK_COUNTS) are
+    computed from, every alternative the canonical vocabulary tries."""
+    wanted = {*WORK_COUNTS.values(), *FALLBACK_COUNTS.values()}
+    return frozenset(name for metric in vocabulary() if metric.name in wanted for formula in metric.ncu for name in names_in(formula))
+
+
 def raw_metrics() -> frozenset[str]:
     """The raw profiler metric names the WORK_COUNTS are computed from: reading only these
     (plus launch and device attributes, always read) is enough to predict. AMD counter names
     (the canonical metrics' rocprof formulas and the counters read by :func:`amd_work`) are
     included for readers that honour the filter."""
     wanted = set(WORK_COUNTS.values())
-    ncu = {name for metric in vocabulary() if metric.name in wanted for formula in metric.ncu for name in names_in(formula)}
     amd = {name for metric in vocabulary() if metric.name in wanted for formula in metric.amd for name in names_in(formula)}
-    return frozenset(ncu | amd | set(AMD_COUNTERS))
+    return frozenset(ncu_raw_metrics() | amd | set(AMD_COUNTERS))
 
 
 # SASS opcode (before the first ".") -> the pipe that executes it (sm_80 / sm_90).
@@ -108,19 +120,35 @@ class KernelFeatures:
     # wavefronts on CDNA) and the gfx arch, so that retargeting can still convert them.
     source_warp_size: int | None = None
     source_arch: str | None = None
+    # Work counts the model's terms read that the profile lacks, each as "canonical (raw Nsight
+    # Compute metric)" or a short phrase naming the fallback taken (NVIDIA: nvidia_gaps). The
+    # bounds that need them are left out or take a smaller count: the time is a lower bound.
+    missing_counts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.missing_counts = tuple(self.missing_counts)  # a list when read back from JSON
 
     def as_dict(self) -> dict:
-        """The fields as a dict; the AMD-only source fields only where set, so that the features of
-        an NVIDIA profile or source (profiles/static/zoo_features.json) read as they always have."""
+        """The fields as a dict; the AMD-only source fields only where set and missing_counts
+        only where some count is missing, so that the features of a complete NVIDIA profile or
+        source (profiles/static/zoo_features.json) read as they always have."""
         found = asdict(self)
         for name in ("source_warp_size", "source_arch"):
             if found[name] is None:
                 del found[name]
+        if not found["missing_counts"]:
+            del found["missing_counts"]
+        else:
+            found["missing_counts"] = list(found["missing_counts"])
         return found
 
 
 def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
-    """The model's inputs for one profiled kernel."""
+    """The model's inputs for one profiled kernel.
+
+    Raises :class:`NotPredicted` (a ValueError) when an NVIDIA profile lacks the work the model
+    cannot do without (:func:`nvidia_essentials`); where it lacks less, the features record
+    what is missing in ``missing_counts`` (:func:`nvidia_gaps`)."""
     if profile.device.vendor == "amd":
         return amd_features(profile, kernel)
     if kernel.grid is None or kernel.block is None:
@@ -133,7 +161,8 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
         pipe = pipe_of(opcode)
         by_pipe[pipe] = by_pipe.get(pipe, 0.0) + count
     flops: dict[str, float] = {}
-    for opcode, count in (kernel.attributes.get("thread_inst_executed_per_opcode") or {}).items():
+    thread_table = kernel.attributes.get("thread_inst_executed_per_opcode") or {}
+    for opcode, count in thread_table.items():
         base = re.split(r"[.\s]", opcode, maxsplit=1)[0]
         if base in _FLOPS_PER_THREAD_INST:
             precision, per = _FLOPS_PER_THREAD_INST[base]
@@ -141,6 +170,9 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
     barriers = sum(c for op, c in warp_table.items() if op.split(".")[0] in ("BAR", "BARRIER")) if warp_table else None
     with_modifiers = kernel.attributes.get("inst_executed_per_opcode_with_modifier") or {}
     tensor = {op: c for op, c in with_modifiers.items() if pipe_of(op) == "tensor"}
+    fallbacks, covered = _nvidia_fallbacks(counts, values, thread_table)
+    if missing := nvidia_essentials(counts, by_pipe):
+        raise NotPredicted(_not_predicted_message(missing), missing=tuple(missing), collect=NCU_COLLECT)
     return KernelFeatures(
         name=kernel.name,
         grid_blocks=kernel.blocks,
@@ -154,7 +186,133 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
         tensor_instructions=tensor,
         source_gpu=profile.device.name,
         l2_bytes_of_source_gpu=profile.device.l2_bytes,
+        missing_counts=(*fallbacks, *nvidia_gaps(counts, by_pipe, tensor, covered)),
     )
+
+
+# ---------------------------------------------------------------- NVIDIA: missing counters
+#
+# Which Nsight Compute 2025.3 section collects which of the model's metrics (checked on an H200
+# by capturing sgemm_tiled with each section alone, 2026-11-26; tests/data/SOURCES.md):
+#   MemoryWorkloadAnalysis_Tables  dram__bytes_{read,write}.sum, lts__t_sectors_srcunit_tex_op_*,
+#                                  l1tex__t_{sectors,requests}_pipe_lsu_mem_{global,local}_op_*,
+#                                  shared wavefronts and bank conflicts, bytes per sector
+#   MemoryWorkloadAnalysis_Chart   dram__bytes_{read,write}.sum, l1tex__m_xbar2l1tex_read_bytes.sum,
+#                                  l1tex__m_l1tex2xbar_write_bytes.sum, lts__t_sectors.max
+#   InstructionStats               smsp__inst_executed.sum, sass__inst_executed_per_opcode(_with_modifier_all)
+#   SourceCounters                 the same plus sass__thread_inst_executed_true_per_opcode (FLOPs)
+#   LaunchStats                    registers and shared memory per block (grid and block come with every report)
+#   SpeedOfLight, ComputeWorkloadAnalysis, MemoryWorkloadAnalysis: none of the work counts (rates,
+#                                  percentages, cycles)
+# A `--page details` CSV export of these sections carries section labels, not the work counts
+# (only "Executed Instructions"): CSV exports need `--page raw` or `--metrics`.
+NCU_SECTIONS = ("LaunchStats", "InstructionStats", "MemoryWorkloadAnalysis_Tables", "MemoryWorkloadAnalysis_Chart", "SourceCounters")
+# The essential work alone, for a `--metrics` capture or CSV export.
+NCU_ESSENTIAL_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum",
+                         "smsp__inst_executed.sum")
+NCU_COLLECT = (f"collect them with ncu {' '.join(f'--section {s}' for s in NCU_SECTIONS)} (or --set full), exported as CSV "
+               f"with --page raw, or with ncu --section LaunchStats --metrics {','.join(NCU_ESSENTIAL_METRICS)}")
+# The two kinds of work the model cannot do without: a memory-side count and an instruction count.
+NCU_MEMORY_WORK = ("dram_bytes_read", "dram_bytes_write", "l2_sectors_read", "l2_sectors_write", "l1_to_l2_read_bytes", "l1_to_l2_write_bytes")
+MISSING_MEMORY = ("memory traffic: dram.bytes_read / dram.bytes_write (dram__bytes_read.sum, dram__bytes_write.sum), "
+                  "l2.sectors_read / l2.sectors_write (lts__t_sectors_op_read.sum, lts__t_sectors_op_write.sum) or "
+                  "l2.bytes_from_l1 (l1tex__m_xbar2l1tex_read_bytes.sum)")
+MISSING_INSTRUCTIONS = ("instruction counts: inst.executed (smsp__inst_executed.sum) or the per-opcode table "
+                        "(sass__inst_executed_per_opcode)")
+NVIDIA_WARP_SIZE = 32
+ATOMIC_SHARE = 0.01
+# Counts whose absence leaves a term of the model out or smaller: the DRAM and L2 bounds (each
+# direction), the L1/shared bound (global, local and shared traffic), the latency bound (load
+# requests). The other WORK_COUNTS refine a term (bytes per sector, bank conflicts, L1-to-L2
+# bytes for the latency mix) or come with these from the same section.
+GAP_COUNTS = ("dram_bytes_read", "dram_bytes_write", "l2_sectors_read", "l2_sectors_write", "global_load_sectors",
+              "global_store_sectors", "local_load_sectors", "local_store_sectors", "shared_load_wavefronts",
+              "shared_store_wavefronts", "global_load_requests")
+
+
+class NotPredicted(ValueError):
+    """The profile lacks work the model cannot predict without. ``missing`` names it (what the
+    message says is missing), ``collect`` how to collect it; str() is the whole sentence."""
+
+    def __init__(self, message: str, missing: tuple[str, ...] = (), collect: str = "") -> None:
+        super().__init__(message)
+        self.missing = missing
+        self.collect = collect
+
+
+def _raw_name(feature: str) -> str:
+    """A work count as "canonical (first Nsight Compute metric)"."""
+    canonical = WORK_COUNTS[feature]
+    metric = next(m for m in vocabulary() if m.name == canonical)
+    first = metric.ncu[0] if metric.ncu else None
+    return f"{canonical} ({' + '.join(sorted(names_in(first)))})" if first else canonical
+
+
+def _nvidia_fallbacks(counts: dict[str, float], values: dict, thread_table: dict[str, float]) -> tuple[list[str], set[str]]:
+    """Fill the DRAM bytes and the warp-level instruction count from what the profile has
+    instead (updates ``counts``): what each fallback stands in for, and the features it covers."""
+    notes, covered = [], set()
+    if "dram_bytes_read" not in counts and "dram_bytes_write" not in counts and FALLBACK_COUNTS["dram_bytes"] in values:
+        # dram__bytes.sum alone: the bytes are counted, their direction is not. Reads and writes go
+        # at their own rates, and across GPUs only reads depend on the L2 size: all count as reads.
+        counts["dram_bytes_read"] = values[FALLBACK_COUNTS["dram_bytes"]][0]
+        covered.add("dram_bytes_write")
+        notes.append("dram read/write split (dram__bytes_read.sum, dram__bytes_write.sum): dram.bytes (dram__bytes.sum) "
+                     "counted as reads")
+    if "instructions" not in counts:
+        source = "smsp__thread_inst_executed.sum" if FALLBACK_COUNTS["thread_instructions"] in values else "sass__thread_inst_executed_true_per_opcode"
+        thread = values[FALLBACK_COUNTS["thread_instructions"]][0] if FALLBACK_COUNTS["thread_instructions"] in values else (
+            sum(thread_table.values()) if thread_table else None)
+        if thread is not None:
+            # A warp instruction executes for 1 to 32 threads: thread instructions / 32 is the
+            # fewest warp instructions that could have executed them.
+            counts["instructions"] = thread / NVIDIA_WARP_SIZE
+            notes.append(f"inst.executed (smsp__inst_executed.sum): thread instructions ({source}) / 32 taken, the fewest "
+                         "warp instructions they fit in")
+    return notes, covered
+
+
+def nvidia_essentials(counts: dict[str, float], by_pipe: dict[str, float]) -> list[str]:
+    """What of the essential work an NVIDIA kernel's counts lack (empty: predictable): a
+    memory-side count (DRAM bytes, L2 sectors or L1-to-L2 bytes) and an instruction count
+    (warp-level, from smsp__inst_executed.sum, the per-opcode table or the thread-level fallback)."""
+    missing = []
+    if not any(name in counts for name in NCU_MEMORY_WORK):
+        missing.append(MISSING_MEMORY)
+    if "instructions" not in counts and not by_pipe:
+        missing.append(MISSING_INSTRUCTIONS)
+    return missing
+
+
+def _not_predicted_message(missing: list[str]) -> str:
+    if len(missing) == 2:
+        return f"the profile has no work counters: it lacks {missing[0]}, and {missing[1]} ({NCU_COLLECT})"
+    return f"the profile lacks {missing[0]} ({NCU_COLLECT})"
+
+
+def nvidia_gaps(counts: dict[str, float], by_pipe: dict[str, float], tensor: dict[str, float], covered: Collection[str] = ()) -> list[str]:
+    """The work counts an NVIDIA kernel's profile lacks that one of the model's terms reads
+    (GAP_COUNTS; the pipe, tensor and barrier bounds' per-opcode tables; the atomic bounds'
+    counts), each named by its canonical and raw metric; ``covered``: features a fallback stands
+    in for (its own note says so)."""
+    gaps = []
+    for feature in GAP_COUNTS:
+        if feature not in counts and feature not in covered:
+            gaps.append(_raw_name(feature))
+    if not by_pipe:
+        gaps.append("per-pipe instruction split (sass__inst_executed_per_opcode): the pipe, tensor and barrier bounds are left out")
+    elif by_pipe.get("tensor") and not tensor:
+        gaps.append("MMA shapes (sass__inst_executed_per_opcode_with_modifier_all): the tensor bound is left out")
+    if counts.get("global_atomic_instructions") and "l2_sectors_atomic" not in counts:
+        gaps.append(_raw_name("l2_sectors_atomic"))
+    # The hot-address bound needs the busiest L2 slice; a few atomics among much other L2 work (a
+    # sort's counters, a GEMM's split-K flags) cannot move the time, so only atomics of at least
+    # ATOMIC_SHARE of the L2 sectors make its absence a gap.
+    atomics = counts.get("l2_sectors_atomic", counts.get("global_atomic_instructions", 0.0))
+    l2_total = atomics + counts.get("l2_sectors_read", 0.0) + counts.get("l2_sectors_write", 0.0)
+    if atomics and atomics >= ATOMIC_SHARE * l2_total and "l2_sectors_busiest_slice" not in counts:
+        gaps.append(_raw_name("l2_sectors_busiest_slice"))
+    return gaps
 
 
 # ---------------------------------------------------------------- AMD (rocprof counters)

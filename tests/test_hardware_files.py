@@ -16,46 +16,19 @@ import pytest
 HARDWARE = Path(__file__).resolve().parent.parent / "perfmodel" / "hardware"
 
 GPU_IDS = ("h100", "h200", "b200", "a100", "mi300a", "mi300x", "mi250x")
-SOURCES = {"vendor", "microbenchmark", "publication", "derived"}
 GPU_KEYS_NVIDIA = {"id", "name", "vendor", "arch", "compute_capability", "build_target", "listing_order"}
 GPU_KEYS_AMD = {"id", "name", "vendor", "arch", "build_target", "listing_order"}
 GPU_KEYS_OPTIONAL = {"reference"}  # h100: the GPU of the zoo's reference profiles
 PARAM_KEYS_REQUIRED = {"value", "unit", "source", "ref"}
 PARAM_KEYS_ALLOWED = PARAM_KEYS_REQUIRED | {"note"}
 
-COMMON = {
-    "sm_count", "warp_size", "clock_base_hz", "clock_boost_hz", "clock_memory_hz",
-    "schedulers_per_sm", "registers_per_sm", "max_registers_per_thread", "register_alloc_unit_per_warp",
-    "max_warps_per_sm", "max_threads_per_sm", "max_blocks_per_sm", "max_threads_per_block",
-    "shared_per_sm_bytes", "max_shared_per_block_bytes", "shared_alloc_unit_bytes",
-    "shared_reserved_per_block_bytes", "shared_banks", "shared_bank_bytes", "l1_bytes_per_sm",
-    "l2_bytes", "dram_bytes", "dram_bandwidth_bytes_per_s", "l1_bandwidth_bytes_per_clk_per_sm",
-    "shared_bandwidth_bytes_per_clk_per_sm", "l2_bandwidth_bytes_per_clk", "dram_latency_cycles",
-    "l2_latency_cycles", "l1_latency_cycles", "fp32_flops_per_clk_per_sm", "fp64_flops_per_clk_per_sm",
-    "int32_ops_per_clk_per_sm", "sfu_ops_per_clk_per_sm", "tensor_fp16_flops_per_clk_per_sm",
-    "tensor_bf16_flops_per_clk_per_sm", "tensor_tf32_flops_per_clk_per_sm", "tensor_fp8_flops_per_clk_per_sm",
-    "tensor_int8_ops_per_clk_per_sm", "tensor_fp64_flops_per_clk_per_sm", "lsu_ops_per_clk_per_sm",
-    "atomic_ops_per_clk", "launch_overhead_ns",
-    # measured by microbench (perfmodel calibrate)
-    "dram_achievable_bytes_per_s", "atomic_same_address_ops_per_clk", "graph_launch_overhead_ns", "sm_clock_measured_hz",
-    "shared_latency_cycles", "shared_conflict_cycles_per_way", "imad_ops_per_clk_per_sm", "fp32_latency_cycles",
-    "fp64_latency_cycles", "int32_latency_cycles", "sfu_latency_cycles", "tensor_mma_sync_fp16_flops_per_clk_per_sm",
-    "tensor_mma_sync_bf16_flops_per_clk_per_sm", "tensor_wgmma_fp16_flops_per_clk_per_sm",
-    "tensor_tcgen05_fp16_flops_per_clk_per_sm", "barrier_cycles", "l2_scattered_store_sectors_per_clk",
-    "l2_scattered_load_sectors_per_clk", "dram_scattered_store_sectors_per_clk", "dram_scattered_load_sectors_per_clk",
-    "tlb_miss_extra_cycles",
-    # fitted from the calibration sweeps (perfmodel.fit)
-    "dram_read_bytes_per_s", "dram_write_bytes_per_s", "barrier_base_cycles", "barrier_cycles_per_warp", "overlap_exponent",
-    "fp32_peak_flops", "fp64_peak_flops", "tensor_fp16_peak_flops",
-}
-NVIDIA_EXTRA = {"l2_partitions", "max_warps_per_scheduler", "l2_fetch_granularity_bytes"}
-AMD_EXTRA = {
-    "mall_bytes", "mall_bandwidth_bytes_per_s", "xcd_count", "vgprs_per_simd", "agprs_per_simd",
-    "sgprs_per_simd", "max_vgprs_per_wave", "lds_banks", "mfma_fp16_flops_per_clk_per_cu",
-    "mfma_bf16_flops_per_clk_per_cu", "mfma_fp32_flops_per_clk_per_cu", "mfma_fp64_flops_per_clk_per_cu",
-    "mfma_fp8_flops_per_clk_per_cu",
-}
-ALLOWED = {"nvidia": COMMON | NVIDIA_EXTRA, "amd": COMMON | AMD_EXTRA}
+# The declared parameters (perfmodel/hardware/parameters.toml, read here with tomllib): a name is
+# allowed in a vendor's file when its declared unit is one string or list, or a table naming that
+# vendor; the loader enforces units and sources too (tests/test_parameter_schema.py).
+SCHEMA = tomllib.loads((HARDWARE / "parameters.toml").read_text())
+SOURCES = set(SCHEMA["sources"])
+ALLOWED = {vendor: {name for name, d in SCHEMA["params"].items() if not isinstance(d["unit"], dict) or vendor in d["unit"]}
+           for vendor in ("nvidia", "amd")}
 
 # Every file must carry these (the consistency checks below rely on them).
 REQUIRED_EVERYWHERE = {
@@ -98,7 +71,7 @@ def close(a: float, b: float, tol: float = TOLERANCE) -> bool:
 
 
 def test_every_gpu_has_a_file_and_no_stray_files():
-    assert sorted(p.stem for p in HARDWARE.glob("*.toml")) == sorted(GPU_IDS)
+    assert sorted(p.stem for p in HARDWARE.glob("*.toml") if p.name != "parameters.toml") == sorted(GPU_IDS)
 
 
 @pytest.mark.parametrize("gpu_id", GPU_IDS)

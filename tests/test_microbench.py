@@ -376,7 +376,7 @@ def test_calibrate_replaces_an_existing_entry(tmp_path, fake_sweep):
     hw.mkdir()
     (hw / "h100.toml").write_text(
         '# header\n[gpu]\nid = "h100"\nname = "NVIDIA H100 SXM5 80GB HBM3"\nvendor = "nvidia"\n\n'
-        '[params.launch_overhead_ns]\nvalue = 5000\nunit = "ns"\nsource = "publication"\nref = "old"\n\n'
+        '[params.launch_overhead_ns]\nvalue = 5000\nunit = "ns"\nsource = "microbenchmark"\nref = "old"\n\n'
         '# about sm_count\n[params.sm_count]\nvalue = 132\nunit = "SM"\nsource = "vendor"\nref = "wp"\n')
     changes = calibrate(_calib_file(tmp_path, fake_sweep), "h100", hw)
     text = (hw / "h100.toml").read_text()

@@ -51,7 +51,9 @@ def test_a_hot_address_serialises_atomics_only_when_one_slice_carries_most():
     assert "atomics_hot_address" not in spread.breakdown
     assert hot.bound == "atomics_hot_address"
     clock = hw.require("clock_boost_hz")
-    assert hot.predicted_ns == pytest.approx(1e6 / (hw.require("atomic_same_address_ops_per_clk") * clock) * 1e9)
+    hot_ns = 1e6 / (hw.require("atomic_same_address_ops_per_clk") * clock) * 1e9
+    assert hot.predicted_ns == pytest.approx(hot_ns + hot.inputs["overheads_ns"])
+    assert hot.inputs["overheads_ns"] == pytest.approx(hw.require("kernel_fixed_ns"))  # no DRAM traffic: no ramp
 
 
 def test_partial_sector_stores_go_at_the_scattered_store_rate():
@@ -72,7 +74,7 @@ def test_sm_and_memory_sides_combine_with_the_overlap_exponent():
     p = predict(hw, w)
     sm, memory = p.inputs["sm_side_ns"], p.inputs["memory_side_ns"]
     assert sm > 0 and memory > 0
-    assert p.predicted_ns == pytest.approx((sm**2 + memory**2) ** 0.5)
+    assert p.predicted_ns == pytest.approx((sm**2 + memory**2) ** 0.5 + p.inputs["overheads_ns"])
 
 
 def test_a_missing_parameter_makes_a_lower_bound_that_names_it():
@@ -90,3 +92,43 @@ def test_barriers_cost_more_with_more_warps_per_block():
     large = dataclasses.replace(work(instructions=1e7), threads_per_block=1024, grid_blocks=132 * 2, barriers=1e6)
     # the same number of barriers per warp in both (the same warps in total): a 32-warp block waits longer
     assert predict(hw, large).breakdown["barrier"] > predict(hw, small).breakdown["barrier"]
+
+
+def streaming(nbytes: float) -> KernelFeatures:
+    """A read-once streaming kernel of `nbytes` (a quarter of them written back), 1024 bytes per block."""
+    return dataclasses.replace(work(dram_bytes_read=nbytes, dram_bytes_write=nbytes / 4, l2_sectors_read=nbytes / 32,
+                                    l2_sectors_write=nbytes / 4 / 32, instructions=nbytes / 64),
+                               grid_blocks=int(nbytes // 4096), threads_per_block=128)
+
+
+def test_the_launch_context_changes_what_is_predicted_and_says_which():
+    hw = gpu("h100")
+    small, large = streaming(16 * 2**20), streaming(2 * 2**30)
+    isolated, clean = predict(hw, small, "isolated"), predict(hw, small, "isolated-clean")
+    warm, event = predict(hw, small, "back-to-back"), predict(hw, small, "event")
+    # a flush by writing leaves dirty lines that the kernel's 20 MiB write back
+    assert isolated.predicted_ns - clean.predicted_ns == pytest.approx(hw.require("l2_dirty_writeback_ns_per_byte") * 20 * 2**20)
+    # 20 MiB fit in L2: the repeat reads it there, no DRAM traffic
+    assert "dram" not in warm.breakdown and warm.predicted_ns < clean.predicted_ns
+    assert event.predicted_ns == pytest.approx(clean.predicted_ns + hw.require("event_overhead_ns"))
+    assert {p.as_dict()["context"] for p in (isolated, clean, warm, event)} == {"isolated", "isolated-clean", "back-to-back", "event"}
+    # a footprint larger than L2 streams through on the repeat as well
+    assert "dram" in predict(hw, large, "back-to-back").breakdown
+    with pytest.raises(ValueError, match="unknown launch context"):
+        predict(hw, small, "warm")
+
+
+def test_an_empty_kernel_costs_the_fixed_launch_and_its_blocks():
+    hw = gpu("h100")
+    tiny = dataclasses.replace(work(instructions=10), grid_blocks=1)
+    assert predict(hw, tiny).predicted_ns == pytest.approx(hw.require("kernel_fixed_ns"), rel=0.01)
+    assert predict(hw, tiny).bound == "launch"
+    many = dataclasses.replace(work(instructions=10), grid_blocks=100_000)
+    assert predict(hw, many).breakdown["block_dispatch"] == pytest.approx(100_000 * hw.require("block_dispatch_ns"))
+
+
+def test_json_lists_each_term_with_its_inputs():
+    d = predict(gpu("h100"), streaming(64 * 2**20)).as_dict()
+    assert d["context"] == "isolated"
+    assert d["terms"]["dram"]["memory"]["dram"] > 0 and d["terms"]["dram"]["inputs"]["l2_footprint_bytes"] > 64 * 2**20
+    assert "kernel_fixed" in d["terms"]["launch"]["overheads"]

@@ -386,7 +386,7 @@ def _predict(gpu, work, clock_hz: float | None = None) -> GPUPrediction:
         result = predict(gpu, work)
     except ValueError as exc:  # a block exceeds a per-SM limit of that GPU
         return GPUPrediction(gpu.id, gpu.name, None, error=str(exc))
-    return GPUPrediction(gpu.id, gpu.name, result.predicted_ns, result.bound, bool(result.missing_parameters), result.breakdown,
+    return GPUPrediction(gpu.id, gpu.name, result.predicted_ns, result.bound, result.lower_bound, result.breakdown,
                          result.notes, clock_hz=clock_hz or gpu.value("clock_boost_hz"))
 
 

@@ -11,6 +11,12 @@ and line sizes, register and LDS allocation granules... shared by the GPUs of on
 ``value``/``require`` fall back to its ISA's parameters. Adding a GPU is adding its TOML file;
 the folders named in $PERFMODEL_HARDWARE_PATH (os.pathsep-separated; each may hold an isa/
 folder too) are read after the built-in one, so a GPU can be added without editing the package.
+
+Every parameter is declared in parameters.toml (perfmodel.hardware.schema): a file whose
+parameter is undeclared, or has another unit or a source the declaration does not allow, is
+refused (HardwareFileError, naming the file and the parameter); ``value``/``require`` of an
+undeclared name raise UnknownParameter (a typo in the code), while a declared parameter a
+file lacks is None / the default as ever.
 """
 
 from __future__ import annotations
@@ -23,8 +29,16 @@ from functools import cache
 from pathlib import Path
 
 from keet.errors import KeetError
+from perfmodel.hardware.schema import (
+    SCHEMA_FILE_NAME,
+    HardwareFileError,
+    UnknownParameter,
+    check_param,
+    declared_names,
+)
 
-SOURCES = ("vendor", "microbenchmark", "publication", "derived")
+# The declared parameter names (parameters.toml, parsed once): value/require refuse any other.
+_DECLARED: frozenset[str] = declared_names()
 # Folders of extra hardware files, read after the package's own.
 HARDWARE_PATH_ENV = "PERFMODEL_HARDWARE_PATH"
 BUILTIN_DIR = Path(__file__).parent
@@ -56,10 +70,14 @@ class ISA:
     params: dict[str, Param]
 
     def value(self, name: str, default: float | None = None) -> float | None:
+        if name not in _DECLARED:
+            raise UnknownParameter(name)
         param = self.params.get(name)
         return default if param is None else param.value
 
     def require(self, name: str) -> float:
+        if name not in _DECLARED:
+            raise UnknownParameter(name)
         param = self.params.get(name)
         if param is None:
             raise KeetError(f"the ISA file of {self.id} has no {name}")
@@ -82,6 +100,8 @@ class GPU:
     isa: ISA | None = field(default=None, compare=False)
 
     def value(self, name: str, default: float | None = None) -> float | None:
+        if name not in _DECLARED:
+            raise UnknownParameter(name)
         param = self.params.get(name)
         if param is None and self.isa is not None:
             param = self.isa.params.get(name)
@@ -105,7 +125,7 @@ def _gpu_files() -> dict[str, Path]:
     found: dict[str, Path] = {}
     for folder in hardware_dirs():
         if folder.is_dir():
-            found.update({p.stem.lower(): p for p in sorted(folder.glob("*.toml"))})
+            found.update({p.stem.lower(): p for p in sorted(folder.glob("*.toml")) if p.name != SCHEMA_FILE_NAME})
     return found
 
 
@@ -150,10 +170,16 @@ def assumed_isa(vendor: str) -> ISA:
     raise KeetError(f"no ISA file of vendor {vendor!r} is marked assumed_when_unnamed")
 
 
-def _params(data: dict) -> dict[str, Param]:
+def _params(data: dict, origin: str | Path, vendor: str) -> dict[str, Param]:
+    """The [params] of a GPU or ISA file, each checked against the schema (parameters.toml)."""
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        raise HardwareFileError(origin, "params", "[params] must be a table of [params.NAME] tables")
+    for name, entry in params.items():
+        check_param(origin, vendor, name, entry)
     return {
-        name: Param(name, float(entry["value"]), entry.get("unit", ""), entry["source"], entry["ref"], entry.get("note", ""))
-        for name, entry in data.get("params", {}).items()
+        name: Param(name, float(entry["value"]), entry["unit"], entry["source"], entry["ref"], entry.get("note", ""))
+        for name, entry in params.items()
     }
 
 
@@ -163,7 +189,8 @@ def _params(data: dict) -> dict[str, Param]:
 def _parse_isa(path: Path, mtime_ns: int) -> ISA:
     data = tomllib.loads(path.read_text())
     head = data["isa"]
-    return ISA(head["id"], head["vendor"], tuple(head.get("aliases", ())), bool(head.get("assumed_when_unnamed", False)), _params(data))
+    return ISA(head["id"], head["vendor"], tuple(head.get("aliases", ())), bool(head.get("assumed_when_unnamed", False)),
+               _params(data, path, head["vendor"]))
 
 
 def gpu(gpu_id: str) -> GPU:
@@ -176,18 +203,18 @@ def gpu(gpu_id: str) -> GPU:
 
 @cache
 def _parse_gpu_file(path: Path, mtime_ns: int) -> GPU:
-    return _parse_gpu(tomllib.loads(path.read_text()))
+    return _parse_gpu(tomllib.loads(path.read_text()), path)
 
 
-def parse(text: str) -> GPU:
-    """A GPU from the text of a hardware file."""
-    return _parse_gpu(tomllib.loads(text))
+def parse(text: str, origin: str | Path = "<hardware file text>") -> GPU:
+    """A GPU from the text of a hardware file (``origin``: the file it is, for errors)."""
+    return _parse_gpu(tomllib.loads(text), origin)
 
 
-def _parse_gpu(data: dict) -> GPU:
+def _parse_gpu(data: dict, origin: str | Path) -> GPU:
     head, identify = data["gpu"], data.get("identify", {})
-    arch = head.get("arch", "")
-    return GPU(head["id"], head["name"], head.get("vendor", ""), arch, head.get("compute_capability"), _params(data),
+    arch, vendor = head.get("arch", ""), head.get("vendor", "")
+    return GPU(head["id"], head["name"], vendor, arch, head.get("compute_capability"), _params(data, origin, vendor),
                build_target=head.get("build_target", ""), listing_order=int(head.get("listing_order", 0)),
                device_patterns=tuple(identify.get("device_patterns", ())),
                match_arch_and_sm_count=bool(identify.get("match_arch_and_sm_count", False)),

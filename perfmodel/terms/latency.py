@@ -1,0 +1,39 @@
+"""Latency (Little's law at its worst): every warp waits for its loads one at a time, while the
+warps of a round overlap: rounds x loads per warp x load latency. A load's latency is the mix of
+L1, L2 and DRAM latencies in the proportions its sectors were served (hit fractions from the sector
+counts: sectors requested, bytes L1 read from L2, bytes read from DRAM)."""
+
+from __future__ import annotations
+
+from perfmodel.hardware import GPU, SECTOR_BYTES
+from perfmodel.terms.base import Contribution, Launch
+
+PARAMETERS = ("dram_latency_cycles", "l2_latency_cycles", "l1_latency_cycles")
+
+
+def load_latency_cycles(gpu: GPU, counts: dict[str, float]) -> float | None:
+    """Average cycles of one global load, weighted by where the kernel's load sectors were served."""
+    dram = gpu.value("dram_latency_cycles")
+    if not dram:
+        return None
+    l2 = gpu.value("l2_latency_cycles", dram)
+    l1 = gpu.value("l1_latency_cycles", l2)
+    requested = counts.get("global_load_sectors", 0.0) * SECTOR_BYTES
+    from_l2 = counts.get("l1_to_l2_read_bytes", requested)
+    from_dram = counts.get("dram_bytes_read", from_l2)
+    if requested <= 0:
+        return dram
+    miss_l1 = min(1.0, from_l2 / requested)
+    miss_l2 = min(1.0, from_dram / from_l2) if from_l2 > 0 else 0.0
+    return (1 - miss_l1) * l1 + miss_l1 * ((1 - miss_l2) * l2 + miss_l2 * dram)
+
+
+def evaluate(k: Launch) -> Contribution:
+    out = Contribution()
+    counts = k.work.counts
+    loads = counts.get("global_load_requests", 0.0) + counts.get("local_load_sectors", 0.0) / 4
+    latency = load_latency_cycles(k.gpu, counts)
+    if latency and loads:
+        per_warp = loads / (k.work.grid_blocks * k.occ.warps_per_block)
+        out.alone["latency"] = k.rounds * per_warp * latency / k.clock
+    return out

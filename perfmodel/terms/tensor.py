@@ -1,0 +1,45 @@
+"""Tensor pipe: sum over MMA opcodes of FLOPs / rate. FLOPs from the shape modifier (HMMA.16816 is
+m16 n8 k16 for the warp; HGMMA.64x128x16 is m64 n128 k16 for a warpgroup, whose four warps each
+count one executed instruction); the rate by instruction kind and precision: mma.sync (HMMA) and
+wgmma (HGMMA) run at different measured rates on Hopper; the vendor peak is the fallback."""
+
+from __future__ import annotations
+
+import re
+
+from perfmodel.hardware import GPU
+from perfmodel.terms.base import Contribution, Launch
+
+PARAMETERS = ("tensor_mma_sync_fp16_flops_per_clk_per_sm", "tensor_mma_sync_bf16_flops_per_clk_per_sm",
+              "tensor_wgmma_fp16_flops_per_clk_per_sm", "tensor_wgmma_bf16_flops_per_clk_per_sm",
+              "tensor_fp16_flops_per_clk_per_sm", "tensor_bf16_flops_per_clk_per_sm")
+
+
+def tensor_flops_per_instruction(opcode: str) -> float:
+    """FLOPs of one warp-level MMA instruction from its shape modifier."""
+    if match := re.search(r"\.(\d+)x(\d+)x(\d+)\b", opcode):
+        m, n, k = (int(g) for g in match.groups())
+        return 2.0 * m * n * k / 4
+    if match := re.search(r"\.(\d{1,2})(\d)(\d{1,2})\b", opcode):
+        m, n, k = (int(g) for g in match.groups())
+        return 2.0 * m * n * k
+    return 0.0
+
+
+def tensor_rate(gpu: GPU, opcode: str) -> float | None:
+    """Sustained FLOPs per clock per SM of an MMA opcode."""
+    kind = "wgmma" if opcode.startswith(("HGMMA", "UTC")) else "mma_sync"
+    precision = "bf16" if "BF16" in opcode else "fp16"
+    return (gpu.value(f"tensor_{kind}_{precision}_flops_per_clk_per_sm") or gpu.value(f"tensor_{kind}_fp16_flops_per_clk_per_sm")
+            or gpu.value(f"tensor_{precision}_flops_per_clk_per_sm") or gpu.value("tensor_fp16_flops_per_clk_per_sm"))
+
+
+def evaluate(k: Launch) -> Contribution:
+    out = Contribution()
+    flops = {op: count * tensor_flops_per_instruction(op) for op, count in k.work.tensor_instructions.items()}
+    clocks = sum(f / rate for op, f in flops.items() if (rate := tensor_rate(k.gpu, op)))
+    if clocks:
+        out.sm["tensor"] = clocks * k.sm_seconds
+    if any(f and not tensor_rate(k.gpu, op) for op, f in flops.items()):
+        out.missing.append("tensor (tensor_*_flops_per_clk_per_sm)")
+    return out
