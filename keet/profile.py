@@ -9,7 +9,7 @@ docs/metrics.md (``origin == "canonical"``, in base units).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +83,13 @@ class Kernel:
             self._source = self.source_loader()
             self.source_loader = None
         return self._source
+
+    def source_columns(self, columns: Collection[str]) -> SourceCounters | None:
+        """Per-instruction counters with at least `columns` (besides pc, file, line): read alone
+        when nothing has read them all yet (a fraction of the cost), not kept."""
+        if self._source is None and self.source_loader is not None and getattr(self.source_loader, "takes_columns", False):
+            return self.source_loader(columns=frozenset(columns))
+        return self.source
 
     @source.setter
     def source(self, counters: SourceCounters | None) -> None:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from keet.canonical import names_in, vocabulary
 from keet.profile import Kernel, Profile
 from perfmodel.hardware import SECTOR_BYTES, assumed_isa, isa
+from perfmodel.load_chains import LOAD_CHAIN_COLUMNS, load_waits
 
 # Canonical work counts the model may read (feature name -> canonical metric).
 WORK_COUNTS = {
@@ -143,6 +144,14 @@ class KernelFeatures:
         return found
 
 
+def _global_load_waits(kernel: Kernel) -> float | None:
+    """Dependent global-load waits (perfmodel.load_chains) where the report has per-instruction
+    counters and SASS (Nsight Compute's SourceCounters section); None otherwise, or when no
+    executed block holds a global load the table recognises."""
+    source = kernel.source_columns(LOAD_CHAIN_COLUMNS)
+    return None if source is None else load_waits(source.instructions, source.sass)
+
+
 def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
     """The model's inputs for one profiled kernel.
 
@@ -173,6 +182,8 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
     fallbacks, covered = _nvidia_fallbacks(counts, values, thread_table)
     if missing := nvidia_essentials(counts, by_pipe):
         raise NotPredicted(_not_predicted_message(missing), missing=tuple(missing), collect=NCU_COLLECT)
+    if counts.get("global_load_requests") and (waits := _global_load_waits(kernel)):
+        counts["global_load_waits"] = waits
     return KernelFeatures(
         name=kernel.name,
         grid_blocks=kernel.blocks,

@@ -111,12 +111,14 @@ def predict(gpu: GPU, work: KernelFeatures, context: str = ISOLATED) -> Predicti
     def merged(side: str) -> dict[str, float]:
         return {c: t for part in contributions.values() for c, t in getattr(part, side).items()}
 
-    sm, memory, alone, overheads = merged("sm"), merged("memory"), merged("alone"), merged("overheads")
+    sm, memory, chains, alone, overheads = (merged(side) for side in ("sm", "memory", "chains", "alone", "overheads"))
     sm_time, memory_time = max(sm.values(), default=0.0), max(memory.values(), default=0.0)
-    core = max(combine(sm_time, memory_time, gpu.value("overlap_exponent")), max(alone.values(), default=0.0))
+    overlap = gpu.value("overlap_exponent")
+    throughput = combine(sm_time, memory_time, overlap)
+    core = max(combine(throughput, max(chains.values(), default=0.0), overlap), max(alone.values(), default=0.0))
     extra = sum(overheads.values())
     seconds = core + extra
-    bounds = {**sm, **memory, **alone}
+    bounds = {**sm, **memory, **chains, **alone}
     bound = max(bounds.items(), key=lambda item: item[1])[0] if bounds and core >= extra else "launch"
     if bound == "launch":
         notes.append("the kernel's work takes less time than what every launch costs (a kernel's fixed start and end, the "
@@ -162,7 +164,7 @@ def _launch(gpu: GPU, work: KernelFeatures, context: str) -> Launch:
 
 
 def _term_dict(part: Contribution) -> dict:
-    found = {side: {c: t * 1e9 for c, t in getattr(part, side).items()} for side in ("sm", "memory", "alone", "overheads")}
+    found = {side: {c: t * 1e9 for c, t in getattr(part, side).items()} for side in ("sm", "memory", "chains", "alone", "overheads")}
     found = {side: values for side, values in found.items() if values}
     if part.inputs:
         found["inputs"] = part.inputs

@@ -257,17 +257,19 @@ def _rule_results(rules: list[dict]) -> list[RuleResult]:
     return results
 
 
-def _source_counters(path: Path, context, record: _ActionRecord, ncu_report) -> SourceCounters | None:
+def _source_counters(path: Path, context, record: _ActionRecord, ncu_report, columns: frozenset[str] | None = None
+                     ) -> SourceCounters | None:
     try:
         with _native_errors() as errors:
-            counters = _read_source_counters(context, record, ncu_report)
+            counters = _read_source_counters(context, record, ncu_report, columns)
         _raise_on(errors)
     except Exception as exc:  # noqa: BLE001 - the native reader fails in any way on a damaged payload
         raise ProfileError(path, f"report is corrupt: its source counters cannot be read ({_first_line(exc)})") from None
     return counters
 
 
-def _read_source_counters(context, record: _ActionRecord, ncu_report) -> SourceCounters | None:
+def _read_source_counters(context, record: _ActionRecord, ncu_report, wanted: frozenset[str] | None = None
+                          ) -> SourceCounters | None:
     """Per-PC counters (source/SASS view) of one action, with file:line attribution.
 
     Instanced metrics are keyed by PCs, but also by block size, link, SM, sample...: keep
@@ -282,6 +284,8 @@ def _read_source_counters(context, record: _ActionRecord, ncu_report) -> SourceC
     integer_ids = (ncu_report.IMetric.ValueKind_UINT64, ncu_report.IMetric.ValueKind_UINT32)
     columns: dict[str, dict[int, float]] = {}
     for name in action.metric_names():
+        if wanted is not None and name not in wanted:
+            continue
         metric = action.metric_by_name(name)
         if metric.num_instances() == 0 or not metric.has_correlation_ids():
             continue
@@ -294,7 +298,8 @@ def _read_source_counters(context, record: _ActionRecord, ncu_report) -> SourceC
     if not columns:
         return None
     pcs = sorted(set().union(*columns.values()))
-    locations = [action.source_info(pc) for pc in pcs]
+    # file:line attribution is the costly part (~35 us per PC): a reader of a few columns goes without
+    locations = [action.source_info(pc) for pc in pcs] if wanted is None else [None] * len(pcs)
     frame = pd.DataFrame(
         {
             "pc": [pc - base for pc in pcs],
@@ -305,7 +310,8 @@ def _read_source_counters(context, record: _ActionRecord, ncu_report) -> SourceC
     )
     # Disassembly costs ~0.4 ms per instruction in ncu-report: fetched per PC on demand.
     sass = functools.lru_cache(maxsize=None)(lambda offset: _sass_text(action.sass_by_pc(base + offset)))
-    return SourceCounters(instructions=frame, files=dict(action.source_files().items()), sass_loader=sass)
+    files = dict(action.source_files().items()) if wanted is None else {}
+    return SourceCounters(instructions=frame, files=files, sass_loader=sass)
 
 
 def _opcode_table(metric) -> dict[str, float]:
@@ -374,6 +380,8 @@ def _read_action(action, range_index: int, action_index: int, ncu_report, kinds:
             strings[name] = value
         elif value is not None:
             raw[name] = (float(value), unit)
+    if nvtx := _nvtx_ranges(action):
+        strings["nvtx"] = nvtx
     opcodes = {}
     for table, metric_name in _OPCODE_TABLES.items():
         metric = action.metric_by_name(metric_name)
@@ -390,6 +398,23 @@ def _read_action(action, range_index: int, action_index: int, ncu_report, kinds:
         rules=list(action.rule_results_as_dicts()),
         opcodes=opcodes,
     )
+
+
+def _nvtx_ranges(action) -> str | None:
+    """The NVTX ranges open around a launch (ncu --nvtx): each domain's push/pop stack, outermost
+    first, as "a > b" ("domain: a > b" outside the default domain; domains joined by " | ")."""
+    try:
+        state = action.nvtx_state()
+        stacks = []
+        for domain_id in state.domains() if state is not None else ():
+            domain = state.domain_by_id(domain_id)
+            ranges = [str(r) for r in (*domain.push_pop_ranges(), *domain.start_end_ranges())]
+            if ranges:
+                name = str(domain.name())
+                stacks.append(" > ".join(ranges) if name in ("", "<default domain>") else f"{name}: {' > '.join(ranges)}")
+    except Exception:  # noqa: BLE001 - a report without NVTX data, or an older reader API
+        return None
+    return " | ".join(stacks) or None
 
 
 def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset[str] | None = None) -> list[_ActionRecord]:
@@ -532,6 +557,7 @@ def _profile_from_records(path: Path, context, records: list[_ActionRecord], ncu
         if device_id not in devices:
             devices[device_id] = _device({**{k: v for k, (v, _) in record.raw.items()}, **record.strings})
         loader = functools.partial(_source_counters, path, context, record, ncu_report)
+        loader.takes_columns = True  # Kernel.source_columns: a reader may read a few columns alone
         kernels.append(_kernel(kid, record, device_id, loader))
         raw[kid] = record.raw
     return assemble(str(path), "ncu-rep", devices[kernels[0].device_id], kernels, raw, tool="Nsight Compute report", devices=devices)

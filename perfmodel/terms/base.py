@@ -53,13 +53,15 @@ class Launch:
 @dataclass
 class Contribution:
     """Seconds a term adds to the prediction: bounds on the SM side (pipes, issue, L1), on the
-    memory side (L2, DRAM, atomics) and alone (a limit no other work overlaps: latency chains,
-    block dispatch), and overheads added on top (a kernel's fixed start and end, memory pipeline
-    fill, write-back of dirty lines); with the limits left out for want of a parameter, and the
-    inputs it read."""
+    memory side (L2, DRAM, atomics), chains (a warp's dependent waits, which the throughput work
+    of other warps hides only in part), alone (a limit compared with everything else: block
+    dispatch, a worst-case latency chain), and overheads added on top (a kernel's fixed start and
+    end, memory pipeline fill, write-back of dirty lines); with the limits left out for want of a
+    parameter, and the inputs it read."""
 
     sm: dict[str, float] = field(default_factory=dict)
     memory: dict[str, float] = field(default_factory=dict)
+    chains: dict[str, float] = field(default_factory=dict)
     alone: dict[str, float] = field(default_factory=dict)
     overheads: dict[str, float] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)

@@ -1,5 +1,7 @@
-"""Latency (Little's law at its worst): every warp waits for its loads one at a time, while the
-warps of a round overlap: rounds x loads per warp x load latency. A load's latency is the mix of
+"""Latency (Little's law): every warp waits for its dependent loads one after the other, while the
+warps of a round overlap: rounds x load waits per warp x load latency. A wait is a chain of
+dependent global loads in one basic block (perfmodel.load_chains, from the SASS where the report
+has it); without the SASS every load request counts as a wait (the worst case). A load's latency is the mix of
 L1, L2 and DRAM latencies in the proportions its sectors were served (hit fractions from the sector
 counts: sectors requested, bytes L1 read from L2, bytes read from DRAM)."""
 
@@ -31,9 +33,17 @@ def load_latency_cycles(gpu: GPU, counts: dict[str, float]) -> float | None:
 def evaluate(k: Launch) -> Contribution:
     out = Contribution()
     counts = k.work.counts
-    loads = counts.get("global_load_requests", 0.0) + counts.get("local_load_sectors", 0.0) / 4
+    # dependent waits where the SASS tells (independent loads of one block are waited for once),
+    # else every load request one after the other
+    global_waits = counts.get("global_load_waits") or counts.get("global_load_requests", 0.0)
+    loads = global_waits + counts.get("local_load_sectors", 0.0) / 4
     latency = load_latency_cycles(k.gpu, counts)
     if latency and loads:
         per_warp = loads / (k.work.grid_blocks * k.occ.warps_per_block)
-        out.alone["latency"] = k.rounds * per_warp * latency / k.clock
+        seconds = k.rounds * per_warp * latency / k.clock
+        # Known chains overlap the other warps' throughput work only in part (the p-norm of
+        # perfmodel.model.combine); the worst case (every request a wait) already overstates the
+        # waits and is only compared with the rest.
+        (out.chains if counts.get("global_load_waits") else out.alone)["latency"] = seconds
+        out.inputs["load_waits_per_warp"] = per_warp
     return out

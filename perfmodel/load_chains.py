@@ -1,0 +1,93 @@
+"""Dependent global loads a warp waits for, from a kernel's SASS and per-instruction execution counts.
+
+A warp that issues several independent loads waits for them once; a load whose address comes from
+an earlier load (a pointer chase, an index then the value it indexes) waits again. The latency term
+(perfmodel/terms/latency.py) charges one memory latency per wait. Counted per basic block (a run of
+consecutive instructions executed the same number of times): each global load's chain depth is one
+more than the deepest load its address registers descend from in that block (registers traced
+through the block's instructions), and the block costs its deepest chain once per execution. A count
+of work (executed instructions and their operands), not a time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pandas as pd
+
+# Nsight Compute's per-instruction memory columns: memory_access_type 2 is a load, memory_type 4
+# global memory (LDG; 16 shared, 8 local, 20 LDGSTS).
+_LOAD, _GLOBAL = 2.0, 4.0
+LOAD_CHAIN_COLUMNS = ("inst_executed", "memory_access_type", "memory_type")
+_REGISTER = re.compile(r"\bR(\d+)\b")
+_WIDE = re.compile(r"\.(64|128|WIDE)\b")
+_NO_DESTINATION = ("ST", "RED", "BRA", "BAR", "EXIT", "RET", "CALL", "JMP", "BSYNC", "BSSY", "WARPSYNC", "NOP", "MEMBAR",
+                   "ERRBAR", "CCTL", "DEPBAR", "ARRIVES", "SYNCS", "YIELD", "ISETP", "FSETP", "DSETP", "HSETP2", "PLOP3")
+
+
+def _registers(operand: str, width: int) -> set[int]:
+    found = set()
+    for match in _REGISTER.finditer(operand):
+        first = int(match.group(1))
+        found.update(range(first, first + width))
+    return found
+
+
+def _width(opcode: str) -> int:
+    """32-bit registers an operand of this instruction spans: LDG.E.128 writes 4, .64 and WIDE 2."""
+    match = _WIDE.search(opcode)
+    return {"128": 4, "64": 2, "WIDE": 2}[match.group(1)] if match else 1
+
+
+def _parse(text: str) -> tuple[str, list[str]]:
+    """Opcode and operands of one SASS line ("@P0 LDG.E.128 R8, desc[UR4][R8.64] ;")."""
+    text = text.strip().rstrip(";").strip()
+    if text.startswith("@"):
+        text = text.split(None, 1)[1] if " " in text else ""
+    opcode, _, rest = text.partition(" ")
+    return opcode, [o.strip() for o in rest.split(",")] if rest.strip() else []
+
+
+def load_waits(instructions: pd.DataFrame, sass: Callable[[int], str | None]) -> float | None:
+    """Warp-level count of global-load waits: sum over basic blocks holding global loads of the
+    block's executions x its deepest load chain. None when the table lacks the columns or the
+    SASS of a load cannot be read."""
+    if not {"pc", *LOAD_CHAIN_COLUMNS} <= set(instructions.columns):
+        return None
+    rows = instructions[instructions["inst_executed"] > 0].sort_values("pc")
+    if rows.empty:
+        return 0.0
+    # basic blocks: runs of consecutive executed instructions with the same count
+    block = (rows["inst_executed"] != rows["inst_executed"].shift()).cumsum()
+    waits = 0.0
+    for _, body in rows.groupby(block, sort=False):
+        loads = (body["memory_access_type"] == _LOAD) & (body["memory_type"] == _GLOBAL)
+        if not loads.any():
+            continue
+        # from the block's first load to its last: what comes before cannot descend from a load
+        load_pcs = set(body["pc"][loads].astype(int))
+        span = body["pc"][(body["pc"] >= min(load_pcs)) & (body["pc"] <= max(load_pcs))].astype(int)
+        depth_of: dict[int, int] = {}  # register -> deepest load chain its value descends from
+        deepest = 0
+        for pc in span:
+            text = sass(pc)
+            if text is None:
+                return None
+            opcode, operands = _parse(text)
+            if not operands:
+                continue
+            width = _width(opcode)
+            if pc in load_pcs:
+                address = "".join(o for o in operands[1:] if "[" in o)
+                depth = 1 + max((depth_of.get(r, 0) for r in _registers(address, 2)), default=0)
+                deepest = max(deepest, depth)
+                for r in _registers(operands[0], width):
+                    depth_of[r] = depth
+            elif not opcode.startswith(_NO_DESTINATION):
+                sources = set().union(*(_registers(o, 2) for o in operands[1:])) if len(operands) > 1 else set()
+                inherited = max((depth_of.get(r, 0) for r in sources), default=0)
+                for r in _registers(operands[0], width):
+                    depth_of[r] = inherited
+        waits += float(body["inst_executed"].iloc[0]) * deepest
+    return waits
