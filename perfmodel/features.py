@@ -144,12 +144,28 @@ class KernelFeatures:
         return found
 
 
-def _global_load_waits(kernel: Kernel) -> float | None:
-    """Dependent global-load waits (perfmodel.load_chains) where the report has per-instruction
-    counters and SASS (Nsight Compute's SourceCounters section); None otherwise, or when no
-    executed block holds a global load the table recognises."""
+# Asynchronous copies from global memory (cp.async, TMA, bulk copies) are waited for at their
+# pipeline's barriers, not per load: DEPBAR (cp.async groups) and the mbarrier phase checks of TMA.
+ASYNC_COPIES = ("LDGSTS", "UTMALDG", "UBLKCP")
+ASYNC_WAITS = ("DEPBAR", "SYNCS.PHASECHK")
+
+
+def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> float | None:
+    """Warp-level waits for global loads: the dependent chains of synchronous loads
+    (perfmodel.load_chains, where the report has per-instruction counters and SASS: Nsight
+    Compute's SourceCounters section) plus the waits of asynchronous copies at their pipeline
+    barriers (from the opcode table). Without the SASS, a kernel with asynchronous copies counts
+    each synchronous load as a wait; one without them has no answer (None: the latency term then
+    takes every request as a wait)."""
+    asynchronous = any(op.startswith(ASYNC_COPIES) for op in opcodes)
+    async_waits = sum(c for op, c in opcodes.items() if op.startswith(ASYNC_WAITS)) if asynchronous else 0.0
     source = kernel.source_columns(LOAD_CHAIN_COLUMNS)
-    return None if source is None else load_waits(source.instructions, source.sass)
+    chains = None if source is None else load_waits(source.instructions, source.sass)
+    if chains is None:
+        if not asynchronous:
+            return None
+        chains = sum(c for op, c in opcodes.items() if op.split(".", 1)[0] == "LDG")  # not LDGSTS, LDGDEPBAR
+    return chains + async_waits
 
 
 def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
@@ -182,7 +198,7 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
     fallbacks, covered = _nvidia_fallbacks(counts, values, thread_table)
     if missing := nvidia_essentials(counts, by_pipe):
         raise NotPredicted(_not_predicted_message(missing), missing=tuple(missing), collect=NCU_COLLECT)
-    if counts.get("global_load_requests") and (waits := _global_load_waits(kernel)):
+    if counts.get("global_load_requests") and (waits := _global_load_waits(kernel, with_modifiers)) is not None:
         counts["global_load_waits"] = waits
     return KernelFeatures(
         name=kernel.name,
