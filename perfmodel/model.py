@@ -29,6 +29,8 @@ __all__ = ["CONTEXTS", "Prediction", "check_work", "combine", "predict", "tensor
 # pipeline fills in about 1 us (microbench/cupti); without those parameters a prediction under this
 # scale is a lower bound, above it they hardly matter.
 UNMEASURED_LAUNCH_MATTERS_NS = 10_000.0
+# SM-side components that are shares of the one instruction stream the schedulers issue.
+ISSUE_STREAM = ("issue", "fma", "fp64", "alu", "sfu", "lsu")
 # Terms whose parameter matters only for kernels near that scale.
 _LAUNCH_SCALE = ("launch", "block_dispatch", "dram_ramp", "dirty_writeback", "event")
 
@@ -112,8 +114,13 @@ def predict(gpu: GPU, work: KernelFeatures, context: str = ISOLATED) -> Predicti
         return {c: t for part in contributions.values() for c, t in getattr(part, side).items()}
 
     sm, memory, chains, alone, overheads = (merged(side) for side in ("sm", "memory", "chains", "alone", "overheads"))
-    sm_time, memory_time = max(sm.values(), default=0.0), max(memory.values(), default=0.0)
     overlap = gpu.value("overlap_exponent")
+    # The pipes execute what the schedulers issue: the issue bound and each pipe's are one stream
+    # (the larger counts); the L1/shared data path, the tensor pipe and barrier waits are other
+    # resources, which the SM overlaps with it only in part.
+    stream = max((t for c, t in sm.items() if c in ISSUE_STREAM), default=0.0)
+    sm_time = _pnorm([stream, *(t for c, t in sm.items() if c not in ISSUE_STREAM)], overlap)
+    memory_time = max(memory.values(), default=0.0)
     throughput = combine(sm_time, memory_time, overlap)
     core = max(combine(throughput, max(chains.values(), default=0.0), overlap), max(alone.values(), default=0.0))
     extra = sum(overheads.values())
@@ -145,6 +152,16 @@ def predict(gpu: GPU, work: KernelFeatures, context: str = ISOLATED) -> Predicti
                       notes=notes, missing_parameters=missing, context=context,
                       terms={name: _term_dict(part) for name, part in contributions.items() if _term_dict(part)},
                       missing_counts=missing_counts)
+
+
+def _pnorm(values, exponent: float | None) -> float:
+    values = [v for v in values if v > 0]
+    if not values:
+        return 0.0
+    if not exponent:
+        return max(values)
+    top = max(values)
+    return float(top * sum((v / top) ** exponent for v in values) ** (1.0 / exponent))
 
 
 def _launch(gpu: GPU, work: KernelFeatures, context: str) -> Launch:

@@ -9,7 +9,10 @@ allocated per warp in units of `register_alloc_unit_per_warp`, shared memory all
 against Nsight Compute's launch__occupancy_limit_* values of our zoo reports. The AMD
 calculator follows the LLVM AMDGPU backend's rules (AMDGPUBaseInfo.cpp: waves per EU, the
 VGPR allocation granule, getMaxWorkGroupsPerCU's 16 barriers, which single-wave workgroups do
-not use). :func:`for_gpu` picks the calculator from the hardware file's vendor.
+not use), with every constant from the hardware files (perfmodel/hardware/isa/gfx*.toml): the
+unified VGPR+AGPR file of CDNA2/CDNA3 (AGPRs after the VGPRs aligned to the ACCUM_OFFSET granule,
+the sum in allocation granules) or CDNA1's two files, the SGPR and LDS allocation granules.
+:func:`for_gpu` picks the calculator from the hardware file's vendor.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ class Occupancy:
     @property
     def limiter(self) -> str:
         """The binding resource (ties: the first of warps, registers, shared, blocks)."""
-        order = ("warps", "registers", "shared", "blocks", "sgprs")
+        order = ("warps", "registers", "shared", "blocks", "sgprs", "agprs")
         return min((name for name in order if name in self.limits), key=lambda name: (self.limits[name], order.index(name)))
 
     @property
@@ -102,18 +105,28 @@ def amd_cdna(gpu: GPU, threads_per_block: int, vgprs_per_thread: int, lds_bytes_
     # (LLVM AMDGPU backend, AMDGPUBaseInfo.cpp, getMaxWorkGroupsPerCU).
     limits["blocks"] = int(gpu.require("max_blocks_per_sm")) if waves_per_block > 1 else max_waves
 
-    granule = gpu.value("register_alloc_unit_per_warp", 8)
-    registers = _round_up(vgprs_per_thread, granule) + _round_up(agprs_per_thread, granule)
-    if registers > gpu.require("max_vgprs_per_wave"):
-        limits["registers"] = 0
-    elif registers > 0:
-        waves_per_simd = min(max_waves // simds, int(gpu.require("vgprs_per_simd") // registers))
-        limits["registers"] = (waves_per_simd * simds) // waves_per_block
+    granule = gpu.require("register_alloc_unit_per_warp")
+    if gpu.value("agprs_unified", 1):
+        # CDNA2/CDNA3: one file; a wave's AGPRs start at its VGPR count aligned to the ACCUM_OFFSET
+        # granule, and the sum is allocated in granules (LLVM AMDGPUBaseInfo.cpp, getNumVGPRBlocks
+        # with the unified register file; AMDGPUUsage, compute_pgm_rsrc3 ACCUM_OFFSET).
+        aligned = _round_up(vgprs_per_thread, gpu.value("agpr_offset_granule", 1)) if agprs_per_thread else vgprs_per_thread
+        files = {"registers": _round_up(aligned + agprs_per_thread, granule)}
+    else:
+        # CDNA1 (gfx908): separate VGPR and AGPR files of the same size, each allocated on its own.
+        files = {"registers": _round_up(vgprs_per_thread, granule), "agprs": _round_up(agprs_per_thread, granule)}
+    for name, registers in files.items():
+        if registers > gpu.require("max_vgprs_per_wave"):
+            limits[name] = 0
+        elif registers > 0:
+            waves_per_simd = min(max_waves // simds, int(gpu.require("vgprs_per_simd") // registers))
+            limits[name] = (waves_per_simd * simds) // waves_per_block
     if sgprs_per_wave > 0 and gpu.value("sgprs_per_simd"):
-        waves_per_simd = min(max_waves // simds, int(gpu.require("sgprs_per_simd") // _round_up(sgprs_per_wave, 16)))
+        sgprs = _round_up(sgprs_per_wave, gpu.value("sgpr_alloc_granule", 16))
+        waves_per_simd = min(max_waves // simds, int(gpu.require("sgprs_per_simd") // sgprs))
         limits["sgprs"] = (waves_per_simd * simds) // waves_per_block
     if lds_bytes_per_block > 0:
-        per_block = _round_up(lds_bytes_per_block, gpu.value("shared_alloc_unit_bytes", 512))
+        per_block = _round_up(lds_bytes_per_block, gpu.value("lds_alloc_granule_bytes") or gpu.value("shared_alloc_unit_bytes", 512))
         limits["shared"] = int(gpu.require("shared_per_sm_bytes") // per_block)
     blocks = max(0, min(limits.values()))
     return Occupancy(limits, blocks, waves_per_block, max_waves)

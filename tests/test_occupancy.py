@@ -93,3 +93,42 @@ def test_single_wave_workgroups_use_no_barrier_slot():
     assert occupancy.for_gpu(mi300x, 64, 32, 0).blocks_per_sm == 32
     assert occupancy.for_gpu(mi300x, 32, 32, 0).blocks_per_sm == 32
     assert occupancy.for_gpu(mi300x, 128, 32, 0).blocks_per_sm == 16
+
+
+def test_cdna_agprs_start_at_the_vgprs_aligned_to_the_accum_offset_granule():
+    """Unified file (gfx90a/gfx942): AGPRs follow the VGPRs aligned to 4 (ACCUM_OFFSET granule),
+    the sum allocated in granules of 8: 65 VGPRs + 60 AGPRs = 68 + 60 = 128, four waves per SIMD
+    (rounding each to 8 first would give 72 + 64 = 136 and three)."""
+    mi300x = gpu("mi300x")
+    assert mi300x.value("agpr_offset_granule") == 4 and mi300x.value("agprs_unified") == 1
+    occ = occupancy.for_gpu(mi300x, 64, 65, 0, agprs_per_thread=60)
+    assert occ.limits["registers"] == 4 * 4
+
+
+def test_cdna_sgpr_and_lds_granules_come_from_the_isa_file():
+    mi300x = gpu("mi300x")
+    # 90 SGPRs allocate 96 (granule 16): 800 // 96 = 8 waves per SIMD, the wave-slot limit
+    assert occupancy.for_gpu(mi300x, 64, 16, 0, sgprs_per_wave=90).limits["sgprs"] == 32
+    # 110 SGPRs allocate 112: 7 waves per SIMD, 28 single-wave workgroups per CU
+    assert occupancy.for_gpu(mi300x, 64, 16, 0, sgprs_per_wave=110).limits["sgprs"] == 28
+    # LDS in 512-byte granules: 8 KiB + 1 byte takes 8.5 KiB, 7 workgroups in 64 KiB
+    assert mi300x.value("lds_alloc_granule_bytes") == 512
+    assert occupancy.for_gpu(mi300x, 256, 16, 8 * 1024 + 1).limits["shared"] == 7
+
+
+def test_cdna1_has_separate_vgpr_and_agpr_files():
+    """gfx908 (CDNA1): VGPRs and AGPRs live in two 256-entry files, each limiting on its own. An
+    MI100-like CU: the MI250X file's launch limits over the gfx908 ISA's register facts."""
+    import dataclasses
+
+    from perfmodel.hardware import isa
+
+    mi250x = gpu("mi250x")
+    register_facts = ("agprs_unified", "vgprs_per_simd", "max_vgprs_per_wave", "register_alloc_unit_per_warp", "max_warps_per_sm",
+                      "agprs_per_simd")
+    cdna1 = dataclasses.replace(mi250x, arch="gfx908", isa=isa("gfx908"),
+                                params={k: v for k, v in mi250x.params.items() if k not in register_facts})
+    assert cdna1.value("agprs_unified") == 0 and cdna1.value("vgprs_per_simd") == 256
+    occ = occupancy.amd_cdna(cdna1, 64, 64, 0, agprs_per_thread=128)
+    # 64 VGPRs: 4 waves per SIMD of the VGPR file; 128 AGPRs: 2 of the AGPR file, which binds
+    assert occ.limits["registers"] == 4 * 4 and occ.limits["agprs"] == 2 * 4 and occ.blocks_per_sm == 8

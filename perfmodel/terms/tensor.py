@@ -11,6 +11,7 @@ from perfmodel.hardware import GPU
 from perfmodel.terms.base import Contribution, Launch
 
 PARAMETERS = ("tensor_mma_sync_fp16_flops_per_clk_per_sm", "tensor_mma_sync_bf16_flops_per_clk_per_sm",
+              "tensor_tcgen05_fp16_flops_per_clk_per_sm",
               "tensor_wgmma_fp16_flops_per_clk_per_sm", "tensor_wgmma_bf16_flops_per_clk_per_sm",
               "tensor_fp16_flops_per_clk_per_sm", "tensor_bf16_flops_per_clk_per_sm")
 
@@ -28,9 +29,12 @@ def tensor_flops_per_instruction(opcode: str) -> float:
 
 def tensor_rate(gpu: GPU, opcode: str) -> float | None:
     """Sustained FLOPs per clock per SM of an MMA opcode."""
-    kind = "wgmma" if opcode.startswith(("HGMMA", "UTC")) else "mma_sync"
+    kind = "tcgen05" if opcode.startswith("UTC") else "wgmma" if opcode.startswith("HGMMA") else "mma_sync"
     precision = "bf16" if "BF16" in opcode else "fp16"
-    return (gpu.value(f"tensor_{kind}_{precision}_flops_per_clk_per_sm") or gpu.value(f"tensor_{kind}_fp16_flops_per_clk_per_sm")
+    measured = [f"tensor_{kind}_{precision}_flops_per_clk_per_sm", f"tensor_{kind}_fp16_flops_per_clk_per_sm"]
+    if kind == "tcgen05" and precision == "bf16":
+        measured = measured[1:]  # one measured tcgen05 rate: the fp16 one (microbench/cuda/sm100)
+    return (next((r for name in measured if (r := gpu.value(name))), None)
             or gpu.value(f"tensor_{precision}_flops_per_clk_per_sm") or gpu.value("tensor_fp16_flops_per_clk_per_sm"))
 
 
