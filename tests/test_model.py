@@ -132,3 +132,14 @@ def test_json_lists_each_term_with_its_inputs():
     assert d["context"] == "isolated"
     assert d["terms"]["dram"]["memory"]["dram"] > 0 and d["terms"]["dram"]["inputs"]["l2_footprint_bytes"] > 64 * 2**20
     assert "kernel_fixed" in d["terms"]["launch"]["overheads"]
+
+
+def test_l1_charges_per_cache_line_a_request_touches():
+    hw = gpu("h100")
+    # the same 4e7 sectors: coalesced (4 sectors, one line per request) or scattered (a line per sector)
+    coalesced = predict(hw, work(global_load_sectors=4e7, global_load_wavefronts=1e7, instructions=1e6))
+    scattered = predict(hw, work(global_load_sectors=4e7, global_load_wavefronts=4e7, instructions=1e6))
+    assert scattered.breakdown["l1_shared"] == pytest.approx(4 * coalesced.breakdown["l1_shared"])
+    # without the wavefront counts, the sectors' bytes
+    by_bytes = predict(hw, work(global_load_sectors=4e7, instructions=1e6))
+    assert by_bytes.breakdown["l1_shared"] == pytest.approx(coalesced.breakdown["l1_shared"])
