@@ -2,7 +2,7 @@
 """Build and run the CUDA microbenchmark suite (microbench/cuda/**/*.cu); derive the hardware
 parameters the analytical model needs, with provenance (docs/microbench.md).
 
-    python3 -m microbench.runner --out FILE.json [--suite dram,l2,latency,atomics,launch,shared,
+    python3 -m microbench.runner --out FILE.json [--suite dram,l2,latency,atomics,atomic_types,launch,shared,
                                  pipes,tensor,barrier,scattered,mix,tcgen05] [--nvcc PATH] [--build-only]
     python3 -m microbench.runner --rederive --out FILE.json   # re-derive from the raw data
 
@@ -45,6 +45,7 @@ PROGRAMS = {
     "l2": "l2_bandwidth",
     "latency": "pointer_chase",
     "atomics": "atomics",
+    "atomic_types": "atomic_types",
     "launch": "launch_overhead",
     "shared": "shared_memory",
     "pipes": "pipes",
@@ -179,7 +180,7 @@ def _clock(r: dict, fallback: float | None) -> float | None:
     low under queued REDs); otherwise its own probe (clock64 vs %globaltimer of block 0, the last
     timed run); the fallback where none is valid."""
     for key in ("witness_sm_clock_hz", "sm_clock_hz"):
-        if key == "sm_clock_hz" and r.get("bench") == "atomics":
+        if key == "sm_clock_hz" and r.get("bench") in ("atomics", "atomic_types"):
             break
         hz = r.get(key) or 0
         if hz > 1e8:
@@ -195,7 +196,7 @@ def _run_cycles(r: dict) -> list[float] | None:
     if runs and len(runs) == len(times) and min(runs) > 1e8:
         return [t * 1e-3 * hz for t, hz in zip(times, runs)]
     hz = r.get("sm_clock_hz") or 0
-    if times and hz > 1e8 and r.get("bench") != "atomics" and not r.get("witness_sm_clock_hz"):
+    if times and hz > 1e8 and r.get("bench") not in ("atomics", "atomic_types") and not r.get("witness_sm_clock_hz"):
         return [times[-1] * 1e-3 * hz]
     return None
 
@@ -296,6 +297,21 @@ def derive(results: list[dict], device: dict | None) -> tuple[dict, dict]:
                    "the suite's SM clock (pointer_chase; the block-0 probe of a fire-and-forget atomics kernel reads low)"))
         else:
             missing[pname] = f"no accepted atomics {rname} measurement" if not r else "no SM clock measured"
+
+    # atomics by operation, type and layout (atomic_types.cu: no contention, targets in L2)
+    kinds = {r["name"]: r for r in accepted(results, "atomic_types")}
+    for pname, rname, what in (
+            ("atomic_sectors_per_clk", "red_f32_sector", "atomicAdd(float) RED, one add per 32 B sector: sectors"),
+            ("atomic_int_ops_per_clk", "red_u32_contig", "atomicAdd(unsigned) RED, contiguous: operations"),
+            ("atomic_f64_ops_per_clk", "red_f64_contig", "atomicAdd(double) RED, contiguous: operations"),
+            ("atomic_return_ops_per_clk", "atom_f32_contig", "atomicAdd(float) whose result is used (ATOM), contiguous: operations")):
+        r = kinds.get(rname)
+        v = _per_clk(r, "ops", sm_hz) if r else None
+        if v:
+            put(pname, v, "op/clk", f"atomic_types ({rname}): {what} per run / median time ({r['stats']['n']} runs) / the SM "
+                                    "clock of a 2 ms spin kernel run right after the timed runs")
+        else:
+            missing[pname] = f"no accepted atomic_types {rname} measurement" if not r else "no SM clock measured"
 
     derive_launch(results, put, missing, "empty kernel <<<1,32>>>", "CUDA graph", "cudaEvents")
 

@@ -154,6 +154,31 @@ ASYNC_COPIES = ("LDGSTS", "UTMALDG", "UBLKCP")
 ASYNC_WAITS = ("DEPBAR", "SYNCS.PHASECHK")
 
 
+GLOBAL_ATOMICS = ("REDG", "ATOMG", "RED", "ATOM")  # RED/ATOM: generic addresses, global in practice
+# Kinds of global atomic operation the L2 executes at different measured rates (microbench/cuda/
+# atomic_types.cu): by the operand type of the modifier, and ATOM (the old value returns to the SM).
+# A RED/ATOM without a floating-point type modifier is an integer operation (RED.E.ADD is a 32-bit add).
+ATOMIC_KINDS = {"f64": re.compile(r"\.F64\b"), "f32": re.compile(r"\.(F32|F16|BF16|F16x2|BF16x2)\b", re.IGNORECASE)}
+
+
+def global_atomic_ops(thread_table: dict[str, float], warp_modifiers: dict[str, float]) -> dict[str, float]:
+    """Thread-level global atomic operations by kind (global_atomic_ops_<kind>: f32, f64, int, and
+    return for ATOM of any type), from the thread-level opcode table, split in the proportions of
+    the warp-level table with modifiers (the thread table has no modifiers)."""
+    out: dict[str, float] = {}
+    for base in GLOBAL_ATOMICS:
+        threads = thread_table.get(base, 0.0)
+        warps = {op: c for op, c in warp_modifiers.items() if op.split(".", 1)[0] == base}
+        total = sum(warps.values())
+        if not threads:
+            continue
+        for op, c in (warps.items() if total else [(base, 1.0)]):
+            kind = "return" if base.startswith("ATOM") else next((k for k, rx in ATOMIC_KINDS.items() if rx.search(op)), "int")
+            share = c / total if total else 1.0
+            out[f"global_atomic_ops_{kind}"] = out.get(f"global_atomic_ops_{kind}", 0.0) + threads * share
+    return out
+
+
 def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> float | None:
     """Warp-level waits for global loads: the dependent chains of synchronous loads
     (perfmodel.load_chains, where the report has per-instruction counters and SASS: Nsight
@@ -202,6 +227,7 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
     fallbacks, covered = _nvidia_fallbacks(counts, values, thread_table)
     if missing := nvidia_essentials(counts, by_pipe):
         raise NotPredicted(_not_predicted_message(missing), missing=tuple(missing), collect=NCU_COLLECT)
+    counts.update(global_atomic_ops(thread_table, with_modifiers))
     if counts.get("global_load_requests") and (waits := _global_load_waits(kernel, with_modifiers)) is not None:
         counts["global_load_waits"] = waits
     return KernelFeatures(

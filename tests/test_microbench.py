@@ -159,6 +159,8 @@ def _new_benches() -> list[dict]:
         raw.append(_cycles("barrier", f"w{wpb}_b{bps}", cyc, warps_per_block=wpb, blocks_per_sm=bps, blocks_kept=SMS * bps))
     for a in (1, 2, 4, 8, 32, 128, 1024):
         raw.append(_gpu_rate("atomics", f"few_{a}", "ops", min(0.33 * a, 260.0), addresses=a))
+    raw += [_gpu_rate("atomic_types", name, "ops", rate) for name, rate in (
+        ("red_f32_sector", 46.0), ("red_u32_contig", 270.0), ("red_f64_contig", 108.0), ("atom_f32_contig", 196.0))]
     raw += [
         _gpu_rate("scattered", "l2_store", "sectors", 100.0, level="l2", kind="store"),
         _gpu_rate("scattered", "l2_load", "sectors", 120.0, level="l2", kind="load"),

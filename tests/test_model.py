@@ -143,3 +143,26 @@ def test_l1_charges_per_cache_line_a_request_touches():
     # without the wavefront counts, the sectors' bytes
     by_bytes = predict(hw, work(global_load_sectors=4e7, instructions=1e6))
     assert by_bytes.breakdown["l1_shared"] == pytest.approx(coalesced.breakdown["l1_shared"])
+
+
+def test_atomics_go_at_their_kind_and_sector_rates():
+    hw = gpu("h100")
+    clock = hw.require("clock_boost_hz")
+    # 8e6 float adds, 8 to a sector: bound by the adds
+    packed = predict(hw, work(l2_sectors_atomic=1e6, global_atomic_ops_f32=8e6, instructions=1e5))
+    assert packed.breakdown["atomics"] == pytest.approx(8e6 / hw.require("atomic_ops_per_clk") / clock * 1e9)
+    # the same adds scattered one to a sector: bound by the sectors
+    scattered = predict(hw, work(l2_sectors_atomic=8e6, global_atomic_ops_f32=8e6, instructions=1e5))
+    assert scattered.breakdown["atomics"] == pytest.approx(8e6 / hw.require("atomic_sectors_per_clk") / clock * 1e9)
+    # doubles and returning atomics are slower per operation than float REDs
+    f64 = predict(hw, work(l2_sectors_atomic=1e6, global_atomic_ops_f64=8e6, instructions=1e5))
+    ret = predict(hw, work(l2_sectors_atomic=1e6, global_atomic_ops_return=8e6, instructions=1e5))
+    assert f64.breakdown["atomics"] > ret.breakdown["atomics"] > packed.breakdown["atomics"]
+
+
+def test_atomic_operations_are_split_by_kind_from_the_opcode_tables():
+    from perfmodel.features import global_atomic_ops
+
+    ops = global_atomic_ops({"REDG": 640.0, "ATOMG": 32.0},
+                            {"REDG.E.ADD.F32.FTZ.RN.STRONG.GPU": 15.0, "REDG.E.ADD.STRONG.GPU": 5.0, "ATOMG.E.EXCH.STRONG.GPU": 1.0})
+    assert ops == {"global_atomic_ops_f32": 480.0, "global_atomic_ops_int": 160.0, "global_atomic_ops_return": 32.0}
