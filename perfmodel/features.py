@@ -31,6 +31,7 @@ WORK_COUNTS = {
     "l1_to_l2_write_bytes": "l2.bytes_to_l1",
     "global_load_requests": "global.load_requests",
     "global_load_sectors": "global.load_sectors",
+    "l2_read_requests": "l2.read_requests",
     "global_load_wavefronts": "global.load_wavefronts",
     "global_store_wavefronts": "global.store_wavefronts",
     "local_load_wavefronts": "local.load_wavefronts",

@@ -85,7 +85,7 @@ _SHAPE = "bytes the threads used per sector: the access pattern's shape (a ratio
 WORK_ALLOWED = {
     "dram__bytes_read.sum": _DRAM, "dram__bytes_write.sum": _DRAM, "dram__bytes.sum": _DRAM + " (total, the split's fallback)",
     "lts__t_sectors_op_read.sum": _L2, "lts__t_sectors_op_write.sum": _L2, "lts__t_sectors_op_atom.sum": _L2,
-    "lts__t_sectors_op_red.sum": _L2, "lts__t_sectors_srcunit_tex_op_read.sum": _L2, "lts__t_sectors_srcunit_tex_op_write.sum": _L2,
+    "lts__t_sectors_op_red.sum": _L2, "lts__t_requests_srcunit_tex_op_read.sum": _L2 + " (read requests: one per line a request touches)", "lts__t_sectors_srcunit_tex_op_read.sum": _L2, "lts__t_sectors_srcunit_tex_op_write.sum": _L2,
     "lts__t_sectors_srcunit_tex_op_atom_dot_alu.sum": _L2, "lts__t_sectors_srcunit_tex_op_atom_dot_cas.sum": _L2,
     "lts__t_sectors_srcunit_tex_op_red.sum": _L2, "lts__t_sectors.max": _L2 + " (of the busiest slice: where atomics pile up)",
     "l1tex__m_xbar2l1tex_read_bytes.sum": _XBAR, "l1tex__m_l1tex2xbar_write_bytes.sum": _XBAR,

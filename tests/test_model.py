@@ -166,3 +166,12 @@ def test_atomic_operations_are_split_by_kind_from_the_opcode_tables():
     ops = global_atomic_ops({"REDG": 640.0, "ATOMG": 32.0},
                             {"REDG.E.ADD.F32.FTZ.RN.STRONG.GPU": 15.0, "REDG.E.ADD.STRONG.GPU": 5.0, "ATOMG.E.EXCH.STRONG.GPU": 1.0})
     assert ops == {"global_atomic_ops_f32": 480.0, "global_atomic_ops_int": 160.0, "global_atomic_ops_return": 32.0}
+
+
+def test_l2_read_requests_of_one_sector_cost_the_measured_scattered_rate():
+    hw = gpu("h100")
+    clock = hw.require("clock_boost_hz")
+    lines = predict(hw, work(l2_sectors_read=4e7, l2_read_requests=1e7, instructions=1e5))  # 4 sectors a request
+    sectors = predict(hw, work(l2_sectors_read=4e7, l2_read_requests=4e7, instructions=1e5))  # 1 sector a request
+    assert lines.breakdown["l2"] == pytest.approx(4e7 * 32 / hw.require("l2_bandwidth_bytes_per_clk") / clock * 1e9)
+    assert sectors.breakdown["l2"] == pytest.approx(4e7 / hw.require("l2_scattered_load_sectors_per_clk") / clock * 1e9)
