@@ -1,12 +1,14 @@
 """Score the diagnosis against the zoo's intended categories (profiles/manifest.json).
 
-    python -m keet.accuracy [--gpu h100] [--manifest PATH] [--corpus]
+    python -m keet.accuracy [--gpu h100 [--gpu h200]] [--manifest PATH] [--corpus]
 
 The manifest defaults to profiles/manifest.json in the working directory or a parent, else in
 the source checkout (keet.project_data).
 
 Prints, per kernel, the intended category and the top findings, then top-1 and top-2
-accuracy and a confusion table (intended -> ranked first).
+accuracy and a confusion table (intended -> ranked first), and the kernels left with an empty
+verdict (there must be none). With --corpus, the label-free checks and the before/after pairs
+of keet.accuracy_corpus follow.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Scored:
     kernel: str
     intended: str
     ranked: list[str]
+    verdict: str = ""
 
     @property
     def top1(self) -> bool:
@@ -52,8 +55,9 @@ def score(gpu: str, manifest_path: Path | None = None) -> list[Scored]:
     scored = []
     for entry in manifest["kernels"]:
         kernel = profile.kernels[entry["measured"][gpu]["combined_report_id"]]
-        findings = diagnose_kernel(profile, kernel).findings
-        scored.append(Scored(entry["program"], entry["kernel"], entry["category"], [f.category for f in findings]))
+        diagnosis = diagnose_kernel(profile, kernel)
+        scored.append(Scored(entry["program"], entry["kernel"], entry["category"], [f.category for f in diagnosis.findings],
+                             diagnosis.verdict.text if diagnosis.verdict else ""))
     return scored
 
 
@@ -64,7 +68,8 @@ def report(scored: list[Scored]) -> str:
         lines.append(f"{s.program:26} {s.intended:24} {mark:4} {', '.join(s.ranked[:3]) or '(no finding)'}")
     total = len(scored)
     top1, top2 = sum(s.top1 for s in scored), sum(s.top2 for s in scored)
-    lines.append(f"\ntop-1 {top1}/{total} = {top1 / total:.1%}   top-2 {top2}/{total} = {top2 / total:.1%}")
+    lines.append(f"\ntop-1 {top1}/{total} = {top1 / total:.1%}   top-2 {top2}/{total} = {top2 / total:.1%}   "
+                 f"empty verdicts {sum(not s.verdict for s in scored)}")
     confusion = Counter((s.intended, s.ranked[0] if s.ranked else "(none)") for s in scored if not s.top1)
     if confusion:
         lines.append("\nconfusion (intended -> ranked first), misses only:")
@@ -74,15 +79,18 @@ def report(scored: list[Scored]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m keet.accuracy", description=__doc__.splitlines()[0])
-    parser.add_argument("--gpu", default="h100")
+    parser.add_argument("--gpu", action="append", choices=["h100", "h200"],
+                        help="the zoo's GPU (repeatable; default: h100 and h200)")
     parser.add_argument("--corpus", action="store_true",
                         help="after the zoo, the label-free checks on the real-world corpus (keet.accuracy_corpus)")
     parser.add_argument("--manifest", type=Path, help="the zoo's manifest.json (default: profiles/manifest.json found from the "
                                                       "working directory, else in the source checkout)")
     args = parser.parse_args(argv)
     try:
-        print("zoo (development set):")
-        print(report(score(args.gpu, args.manifest)))
+        for gpu in args.gpu or ["h100", "h200"]:
+            print(f"zoo (development set), {gpu}:")
+            print(report(score(gpu, args.manifest)))
+            print()
         if args.corpus:
             from keet import accuracy_corpus
 
@@ -91,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise KeetError("no corpus/manifest.json beside the zoo manifest")
             found = accuracy_corpus.verdicts(corpus, progress=lambda line: print(line, file=sys.stderr))
             print()
-            print(accuracy_corpus.report(found, accuracy_corpus.pair_gains(corpus)))
+            print(accuracy_corpus.report(found, accuracy_corpus.pair_checks(corpus, found)))
     except KeetError as exc:  # the CLI convention: one line, exit status 2
         print(f"keet.accuracy: error: {exc}", file=sys.stderr)
         return 2

@@ -1,12 +1,20 @@
 """Label-free checks of the diagnosis on the real-world corpus (profiles/corpus/manifest.json),
-validation and dev splits apart.
+validation and dev splits apart, and the recoverable time of the before/after pairs.
 
 No one's opinion of a corpus kernel's bottleneck is needed: the H200 has 1.43x the H100's
-DRAM bandwidth and the same SMs and clocks, so a kernel the diagnosis calls DRAM-bound should
-run >= 1.25x faster on the H200, and one it calls compute- or issue-bound <= 1.10x faster. A
-kernel with no finding at all is a silence. The before/after pairs give the measured gain a
-diagnosis should call recoverable; findings carry no recoverable time yet, so that
-check reports the measured gains only.
+DRAM bandwidth and the same SMs and clocks, so a kernel the diagnosis calls memory-bandwidth-bound
+(its speed-of-light limiter is DRAM bandwidth, it runs within 25% of it: headroom <= 25% of its
+time, and DRAM binds clearly: the model's next limit takes at most 1/1.25 of its time, else the
+verdict names both) should run >= 1.25x faster on the H200, and one it calls compute-bound (a
+pipe, the tensor cores or issue, likewise) <= 1.10x faster. Whether compute-bound kernels slow with the
+SM clock is not checked: no capture changed the lent GPUs' clocks (profiles/corpus/README.md).
+A kernel whose verdict is empty is a silence; there must be none.
+
+The pairs (pairs.py) give the gain a diagnosis should call recoverable: for the "before" case,
+the sum over its kernels of the top finding's recoverable time (the library lever's where it
+answers the top finding), as a share of their profiled time, against the measured gain
+1 - 1/speedup (isolated cold-L2 CUPTI times, H100). A pair agrees when the two are within 35%
+of the measured gain.
 
     python -m keet.accuracy --corpus [--manifest PATH]
 """
@@ -14,30 +22,46 @@ check reports the measured gains only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from keet.diagnosis import diagnose_kernel
+from keet.diagnosis.speed_of_light import COMPUTE, MEMORY_BANDWIDTH
+from keet.diagnosis.verdict import CLEAR_MARGIN
 from keet.ingest import load_profile
 
-MEMORY_BOUND = frozenset({"dram_bandwidth"})
-COMPUTE_BOUND = frozenset({"fp32_compute", "fp64_compute", "sfu_compute", "int_compute", "tensor_compute", "instruction_issue"})
 MEMORY_MIN_SPEEDUP = 1.25  # H100 time / H200 time for a DRAM-bound kernel
 COMPUTE_MAX_SPEEDUP = 1.10
+BOUND_HEADROOM = 0.25  # a kernel within this share of its time of its speed of light is bound by its limiter
+PAIR_TOLERANCE = 0.35  # recoverable share within +-35% of the measured gain
+TARGET_SHARE = 0.9  # label-free: consistent verdicts in >= 90% of cases
+PAIR_TARGET = 0.75  # pairs: >= 75% agree
 
 
 @dataclass
 class CorpusVerdict:
     kernel: str
+    case: str
     split: str
-    top: str | None  # the first finding's category, None when the diagnosis is silent
+    top: str | None  # the first finding's category, None when the diagnosis has none
     h200_speedup: float | None  # H100 isolated time / H200 isolated time
+    limiter: str | None = None  # the speed of light's limiter (the model's term)
+    fraction: float | None = None  # attainable / measured
+    verdict: str = ""
+    recoverable_ns: float | None = None  # the top finding's (or the lever's), H100 profile
+    profiled_ns: float | None = None
+    margin: float | None = None  # the limiter's time over the model's next limit
+    rules_silent: bool = False  # no rule found anything: the speed of light's finding speaks
 
     @property
     def kind(self) -> str:
-        if self.top is None:
+        if not self.verdict:
             return "silent"
-        return "memory" if self.top in MEMORY_BOUND else "compute" if self.top in COMPUTE_BOUND else "other"
+        if self.limiter is None or self.fraction is None or self.fraction < 1 - BOUND_HEADROOM:
+            return "other"
+        if self.margin is not None and self.margin < CLEAR_MARGIN:
+            return "co-limited"
+        return "memory" if self.limiter in MEMORY_BANDWIDTH else "compute" if self.limiter in COMPUTE else "other"
 
     @property
     def consistent(self) -> bool | None:
@@ -49,6 +73,22 @@ class CorpusVerdict:
         if self.kind == "compute":
             return self.h200_speedup <= COMPUTE_MAX_SPEEDUP
         return None
+
+
+@dataclass
+class PairCheck:
+    before: str
+    after: str
+    lever: str
+    measured_gain: float  # 1 - 1/speedup on the H100
+    predicted_gain: float | None  # recoverable / profiled time of the before case's kernels
+    kernels: list[str] = field(default_factory=list)  # "category: share" per kernel
+
+    @property
+    def agrees(self) -> bool:
+        if self.predicted_gain is None or self.measured_gain <= 0:
+            return False
+        return abs(self.predicted_gain / self.measured_gain - 1) <= PAIR_TOLERANCE
 
 
 def verdicts(manifest: dict, gpu: str = "h100", progress: Callable[[str], None] | None = None) -> list[CorpusVerdict]:
@@ -64,11 +104,36 @@ def verdicts(manifest: dict, gpu: str = "h100", progress: Callable[[str], None] 
             measured = entry["measured"].get(gpu)
             if not measured or measured["report"] != report:
                 continue
-            findings = diagnose_kernel(profile, profile.kernels[measured["report_id"]]).findings
+            kernel = profile.kernels[measured["report_id"]]
+            diagnosis = diagnose_kernel(profile, kernel)
             times = entry["measured"]
             speedup = (times["h100"]["isolated_ns"] / times["h200"]["isolated_ns"]) if {"h100", "h200"} <= times.keys() else None
-            out.append(CorpusVerdict(entry["id"], entry["split"], findings[0].category if findings else None, speedup))
+            sol = diagnosis.speed_of_light
+            out.append(CorpusVerdict(entry["id"], entry["case"], entry["split"],
+                                     diagnosis.reported()[0][0].category if diagnosis.reported() else None, speedup,
+                                     sol.component if sol else None, sol.fraction if sol else None,
+                                     diagnosis.verdict.text if diagnosis.verdict else "", diagnosis.recoverable_ns,
+                                     kernel.duration_ns, sol.margin if sol else None, not diagnosis.findings))
     return out
+
+
+def pair_checks(manifest: dict, found: list[CorpusVerdict], gpu: str = "h100") -> list[PairCheck]:
+    """Each before/after pair: the before case's recoverable share against the measured gain."""
+    by_case: dict[str, list[CorpusVerdict]] = {}
+    for v in found:
+        by_case.setdefault(v.case, []).append(v)
+    checks = []
+    for pair in manifest.get("pairs", []):
+        if gpu not in pair["speedup"]:
+            continue
+        kernels = by_case.get(pair["before"], [])
+        expected = manifest["cases"].get(pair["before"], {}).get("kernels")
+        profiled = sum(v.profiled_ns or 0.0 for v in kernels)
+        complete = kernels and (expected is None or len(kernels) == expected) and profiled > 0
+        predicted = sum(v.recoverable_ns or 0.0 for v in kernels) / profiled if complete else None
+        shares = [f"{v.top or '-'} {((v.recoverable_ns or 0.0) / v.profiled_ns) if v.profiled_ns else 0:.2f}" for v in kernels]
+        checks.append(PairCheck(pair["before"], pair["after"], pair["lever"], 1 - 1 / pair["speedup"][gpu], predicted, shares))
+    return checks
 
 
 def pair_gains(manifest: dict) -> list[str]:
@@ -79,8 +144,14 @@ def pair_gains(manifest: dict) -> list[str]:
     return lines
 
 
-def report(found: list[CorpusVerdict], pairs: list[str]) -> str:
-    lines = ["corpus, label-free (H100 reports; speedup = H100 time / H200 time, isolated cold-L2 launches):"]
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.0%})" if whole else "0/0"
+
+
+def report(found: list[CorpusVerdict], pairs: list[PairCheck]) -> str:
+    lines = ["corpus, label-free (H100 reports; speedup = H100 time / H200 time, isolated cold-L2 launches;",
+             (f"bound = speed-of-light limiter with headroom <= {BOUND_HEADROOM:.0%} of the kernel's time, "
+             f"binding by >= {CLEAR_MARGIN}x over the next limit):")]
     for split in ("validation", "dev"):
         chosen = [v for v in found if v.split == split]
         if not chosen:
@@ -88,12 +159,27 @@ def report(found: list[CorpusVerdict], pairs: list[str]) -> str:
         memory = [v for v in chosen if v.kind == "memory" and v.consistent is not None]
         compute = [v for v in chosen if v.kind == "compute" and v.consistent is not None]
         silent = [v for v in chosen if v.kind == "silent"]
+        judged = memory + compute
         lines.append(f"\n{split} split: {len(chosen)} kernels")
-        lines.append(f"  called DRAM-bound: {len(memory)}, of which >= {MEMORY_MIN_SPEEDUP}x faster on H200: "
-                     f"{sum(v.consistent for v in memory)}" + (f" ({sum(v.consistent for v in memory) / len(memory):.0%})" if memory else ""))
-        lines.append(f"  called compute/issue-bound: {len(compute)}, of which <= {COMPUTE_MAX_SPEEDUP}x faster on H200: "
-                     f"{sum(v.consistent for v in compute)}" + (f" ({sum(v.consistent for v in compute) / len(compute):.0%})" if compute else ""))
-        lines.append(f"  no finding (silent): {len(silent)} ({len(silent) / len(chosen):.0%})")
-    lines.append("\nbefore/after pairs: measured gain (recoverable time per finding: not assessed, the findings carry none yet)")
-    lines.extend(pairs)
+        lines.append(f"  called DRAM-bandwidth-bound: {len(memory)}, of which >= {MEMORY_MIN_SPEEDUP}x faster on H200: "
+                     f"{_share(sum(v.consistent for v in memory), len(memory))}")
+        lines.append(f"  called compute-bound: {len(compute)}, of which <= {COMPUTE_MAX_SPEEDUP}x faster on H200: "
+                     f"{_share(sum(v.consistent for v in compute), len(compute))}")
+        lines.append(f"  consistent, both kinds: {_share(sum(v.consistent for v in judged), len(judged))} (target >= {TARGET_SHARE:.0%})")
+        lines.append(f"  co-limited (limiter within {CLEAR_MARGIN}x of the next, not judged): {sum(v.kind == 'co-limited' for v in chosen)}")
+        lines.append(f"  empty verdict (silent): {len(silent)}; no finding at all: {sum(v.top is None for v in chosen)}; "
+                     f"no rule finding (the speed of light speaks): {sum(v.rules_silent for v in chosen)}")
+        misses = [v for v in judged if not v.consistent]
+        if misses:
+            lines.append("  inconsistent: " + "; ".join(f"{v.kernel} ({v.kind}, {v.h200_speedup:.2f}x)" for v in misses[:8])
+                         + (f"; {len(misses) - 8} more" if len(misses) > 8 else ""))
+    lines.append("\n(slowing with the SM clock is not checked: no capture changed the lent GPUs' clocks)")
+    if pairs:
+        agree = sum(p.agrees for p in pairs)
+        lines.append(f"\nbefore/after pairs (H100): top finding's recoverable share vs measured gain 1 - 1/speedup, "
+                     f"within +-{PAIR_TOLERANCE:.0%}: {_share(agree, len(pairs))} (target >= {PAIR_TARGET:.0%})")
+        for p in pairs:
+            predicted = f"{p.predicted_gain:.2f}" if p.predicted_gain is not None else "n/a"
+            lines.append(f"  {'ok' if p.agrees else '--'} {p.before} -> {p.after} ({p.lever}): measured {p.measured_gain:.2f}, "
+                         f"recoverable {predicted}  [{', '.join(p.kernels[:4])}{', ...' if len(p.kernels) > 4 else ''}]")
     return "\n".join(lines)

@@ -76,10 +76,26 @@ def _gpu_text(hardware, params: list[dict], width: int) -> list[str]:
 
 SOURCE_SUFFIXES = (".cu", ".cuh")
 LAUNCH_OPTIONS = ("grid", "block", "smem", "arg", "buffer", "program_arg")
+# nvcc-style build options of a SOURCE (click name -> the flag as users write it)
+BUILD_OPTIONS = {"include_dirs": "-I", "defines": "-D", "std": "-std", "pre_includes": "--include"}
+
+
+def build_options(command):
+    """-I DIR, -D NAME[=VALUE], -std=STD and --include FILE, as nvcc takes them (-Idir, -DX=1 too)."""
+    for option in reversed((
+        click.option("-I", "include_dirs", multiple=True, metavar="DIR", help="SOURCE: an include folder, as nvcc -I (repeatable)."),
+        click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]", help="SOURCE: a macro, as nvcc -D (repeatable)."),
+        click.option("-std", "--std", "std", metavar="STD", help="SOURCE: the C++ standard, as nvcc -std= (default c++17)."),
+        click.option("--include", "-include", "--pre-include", "pre_includes", multiple=True, metavar="FILE",
+                     help="SOURCE: a header included before the source, as nvcc --pre-include (repeatable)."),
+    )):
+        command = option(command)
+    return command
 
 
 @cli.command()
 @click.argument("path", metavar="PROFILE|SOURCE.cu", type=click.Path(dir_okay=True))
+@click.argument("program_args", nargs=-1, metavar="[-- PROGRAM_ARG...]")
 @click.option("--gpu", "gpu_id", required=True, help="Target GPU id (see `perfmodel gpus`).")
 @click.option("--kernel", help="Kernel id, exact name, function name or name substring.")
 @click.option("--grid", help="SOURCE: grid of the launch, X[,Y[,Z]] (with --block: replaces launch discovery).")
@@ -93,6 +109,7 @@ LAUNCH_OPTIONS = ("grid", "block", "smem", "arg", "buffer", "program_arg")
               help="SOURCE: refuse to run the file's host code (launch discovery) outside keet's bubblewrap sandbox.")
 @click.option("--context", type=click.Choice(list(LAUNCH_CONTEXTS)), default="isolated", show_default=True,
               help="The measurement to predict: " + "; ".join(f"{name}: {what}" for name, what in LAUNCH_CONTEXTS.items()) + ".")
+@build_options
 @format_option("text", "json")
 def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool, context: str, **launch_flags) -> None:
     """Predict each kernel's time on GPU from the work counts in a PROFILE, or from a CUDA
@@ -107,6 +124,7 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
         _predict_source(Path(path), hardware, kernel, fmt, explain, launch_flags, context)
         return
     given = [f"--{name.replace('_', '-')}" for name in LAUNCH_OPTIONS if launch_flags[name]] + (["--explain"] if explain else [])
+    given += [flag for name, flag in BUILD_OPTIONS.items() if launch_flags[name]] + (["PROGRAM_ARG"] if launch_flags["program_args"] else [])
     if given:
         raise KeetError(f"{path}: {', '.join(given)}: for CUDA sources ({', '.join(SOURCE_SUFFIXES)}) only, not profiles")
     profile = load_profile(path, metrics=raw_metrics())
@@ -128,14 +146,16 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
 
 def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain: bool, flags: dict, context: str) -> None:
     from perfmodel.model import predict as predict_kernel
+    from perfmodel.static.compile import BuildOptions
     from perfmodel.static.source import StaticError, static_kernels
 
+    options = BuildOptions.parse(*(flags[name] for name in BUILD_OPTIONS))
     # compile, launch discovery and PTX interpretation take up to tens of seconds: a status
     # line on a terminal (keet.cli_options.progress), nothing in a pipe or a log
     with progress("perfmodel predict") as show:
         counted = static_kernels(path, hardware.id, kernel=kernel, grid=flags["grid"], block=flags["block"], smem=flags["smem"],
-                                 args=flags["arg"], buffers=flags["buffer"], argv=flags["program_arg"], progress=show,
-                                 host_sandbox="require" if flags["require_sandbox"] else "auto")
+                                 args=flags["arg"], buffers=flags["buffer"], argv=flags["program_arg"] + flags["program_args"], progress=show,
+                                 host_sandbox="require" if flags["require_sandbox"] else "auto", options=options)
     results: list[dict] = []
     for item in counted:
         if isinstance(item, StaticError):
@@ -149,26 +169,45 @@ def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain:
         except ValueError as exc:
             entry |= {"name": launch.name, "predicted_ns": None, "error": str(exc)}
         entry["approximations"] = item.approximations
+        if item.features.missing_counts:  # work the interpretation could not count: a lower bound
+            entry["not_counted"] = list(item.features.missing_counts)
         if explain or fmt == "json":
             entry["static"] = item.summary()
         results.append(entry)
+    library = [c for c in counted.library_calls if c.launches_kernels]  # cuBLAS, cuDNN, ...: kernels not in the program
+    for call in library:
+        results.append({"name": call.name, "library": call.library, "launches": call.count, "predicted_ns": None,
+                        "error": f"library call {call.name} ({call.library}): its kernels are not in the program's "
+                                 "source (profile the program to predict them)"})
     if not any(r["predicted_ns"] is not None for r in results):
-        raise KeetError(next(r["error"] for r in results))
-    _report(str(path), hardware, results, fmt, context, explain)
+        if library and len(results) == len(library):
+            calls = ", ".join(f"{c.name} x{c.count}" for c in library[:4])
+            raise KeetError(f"{path}: launches no kernel of its own, only CUDA library calls ({calls}): not predicted; "
+                            "profile the program to predict the library's kernels")
+        raise KeetError(next((r["error"] for r in results), f"{path}: launches no kernel"))
+    setup = [{"name": c.name, "library": c.library, "calls": c.count} for c in counted.library_calls if not c.launches_kernels]
+    _report(str(path), hardware, results, fmt, context, explain, {"toolkit": counted.toolkit, "library_setup_calls": setup,
+                                                                  "runtime_calls_not_modelled": counted.runtime_stubs})
 
 
-def _report(source: str, hardware, results: list[dict], fmt: str, context: str, explain: bool = False) -> None:
+def _report(source: str, hardware, results: list[dict], fmt: str, context: str, explain: bool = False,
+            build: dict | None = None) -> None:
+    """build (SOURCE only): the CUDA compiler used ("toolkit") and the library calls that launch no kernel."""
+    build = build or {}
     if fmt == "json":
-        click.echo(json_text({"gpu": hardware.id, "context": context, "kernels": results}, indent=1, default=str))
+        click.echo(json_text({"gpu": hardware.id, "context": context, **build, "kernels": results}, indent=1, default=str))
         return
     import textwrap
 
     width = text_width()
     fill = lambda text: "\n".join(textwrap.wrap(text, width, subsequent_indent="      ", break_on_hyphens=False))
     click.echo(fill(f"{terminal(source)} -> {hardware.name}, {context}: {LAUNCH_CONTEXTS[context]}"))
+    if build.get("toolkit"):
+        click.echo(fill(f"  compiled with {build['toolkit']}"))
     for r in results:
         if r["predicted_ns"] is None:
-            click.echo(fill(f"  {terminal(r['name'])}: not predicted: {terminal(r['error'])}"))
+            times = f" x{r['launches']}" if r.get("library") else ""
+            click.echo(fill(f"  {terminal(r['name'])}{times}: not predicted: {terminal(r['error'])}"))
             continue
         parts = ", ".join(f"{name} {si(ns, 'ns')}" for name, ns in list(r["breakdown"].items())[:4])
         at_least = ">= " if r["lower_bound"] else ""
@@ -176,8 +215,18 @@ def _report(source: str, hardware, results: list[dict], fmt: str, context: str, 
         click.echo(fill(f"  {terminal(r['name'])}{launch}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})"))
         if r.get("missing_counts"):
             click.echo(fill(f"    lower bound: the profile lacks {'; '.join(r['missing_counts'])}"))
+        if r.get("not_counted"):
+            click.echo(fill(f"    lower bound: not counted: {'; '.join(r['not_counted'])}"))
         if explain and "static" in r:
             _explain_static(r["static"])
+    if build.get("library_setup_calls"):
+        calls = ", ".join(f"{terminal(c['name'])} x{c['calls']}" for c in build["library_setup_calls"][:6])
+        more = len(build["library_setup_calls"]) - 6
+        click.echo(fill(f"  library set-up calls (no kernels): {calls}" + (f" and {more} more" if more > 0 else "")))
+    if build.get("runtime_calls_not_modelled"):
+        calls = ", ".join(f"{terminal(name)} x{n}" for name, n in build["runtime_calls_not_modelled"].items())
+        click.echo(fill(f"  CUDA runtime calls done as nothing (the launch recorder does not model them; launches or data "
+                        f"they would make are missing): {calls}"))
 
 
 def _explain_static(static: dict) -> None:

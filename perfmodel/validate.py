@@ -22,6 +22,7 @@ from perfmodel import published
 from perfmodel.features import KernelFeatures, features, raw_metrics
 from perfmodel.hardware import GPU, gpu, gpu_ids_in_listing_order
 from perfmodel.model import Prediction, predict
+from perfmodel.static import corpus as program_corpus
 from perfmodel.terms.base import EVENT
 
 SETTINGS = (("h100", "h100"), ("h200", "h200"), ("h100", "h200"), ("h200", "h100"))
@@ -297,7 +298,8 @@ def corpus_section(manifest_path: Path, zoo_rows: list[Row], progress=None) -> l
 
 def document(manifest_path: Path, progress=None) -> str:
     """docs/validation.md: the corpus and zoo error tables, predictions from source, predictions
-    on the GPUs we have no timings for and the published measurements beside them."""
+    on the GPUs we have no timings for and the published measurements beside them, then the
+    open-source programs predicted from source (perfmodel/static/corpus.toml)."""
     manifest = json.loads(Path(manifest_path).read_text())
     zoo = zoo_features(manifest, Path(manifest_path).parent)
     all_rows = rows(manifest, zoo)
@@ -341,4 +343,5 @@ def document(manifest_path: Path, progress=None) -> str:
         *other_gpus_table(others, programs), "",
         *([f"Cannot launch: {'; '.join(unlaunchable)}.", ""] if unlaunchable else []),
         *published.section(),
+        *program_corpus.section(),
     ])

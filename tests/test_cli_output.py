@@ -78,15 +78,19 @@ def test_metrics_values_are_written_out_not_as_exponents() -> None:
 def test_explain_begins_with_a_summary_table_of_every_kernel() -> None:
     out = run80(keet_cli, "explain", ZOO)
     head = out.split("\n\n[", 1)[0].splitlines()
-    head = head[head.index("34 kernels, longest first (details below):") - 2:]  # the source line may wrap
-    assert head[3].split() == ["#", "kernel", "share", "verdict", "recoverable"]
-    rows = head[4:]
-    assert len(rows) == 34
+    # diagnosis v2: one row per group of identical launches (the zoo's three tiny_kernel launches
+    # are one), ranked by recoverable time
+    start = next(i for i, line in enumerate(head) if line.startswith("34 launches in 32 groups"))
+    table = head[start:]
+    header = next(i for i, line in enumerate(table) if line.split()[:2] == ["#", "kernel"])
+    assert table[header].split() == ["#", "kernel", "n", "share", "verdict", "SoL", "recoverable"]
+    rows = table[header + 1:]
+    assert len(rows) == 32
     first = rows[0].split()
-    assert first[1] == "occupancy_smem_kernel" and first[2].endswith("%") and first[3] == "occupancy_shared_memory"
-    # no recoverable time is invented before the model provides it (diagnosis v2)
-    assert {row.split()[-1] for row in rows} == {"n/a"}
-    assert "kernels, longest first" not in run80(keet_cli, "explain", NCU[0])  # one kernel: no table
+    assert first[1].startswith("occupancy_smem") and first[2] == "x1" and first[3].endswith("%") and first[4] == "occupancy_shared_memory"
+    assert any(row.split()[2] == "x3" and row.split()[1].startswith("tiny_kernel") for row in rows)
+    assert all(row.split()[-1] != "n/a" for row in rows)  # the model weighs every zoo kernel
+    assert "by recoverable time" not in run80(keet_cli, "explain", NCU[0])  # one kernel: no table
 
 
 def test_markdown_renders_names_and_suggestions() -> None:
@@ -98,7 +102,7 @@ def test_markdown_renders_names_and_suggestions() -> None:
     assert any(item.startswith("Pad the shared array") for item in items), items
     assert "/home/" not in out and "<code>src/transpose_smem_conflict.cu:29</code>" in html
     table = markdown_it.MarkdownIt("commonmark").enable("table").render(run80(keet_cli, "explain", ZOO, "--format", "markdown"))
-    assert table.count("<tr>") == 35 and "<code>occupancy_smem_kernel</code>" in table
+    assert table.count("<tr>") == 33 and "<code>occupancy_smem_kernel</code>" in table  # 32 groups of launches
 
 
 def test_source_paths_are_folder_and_file_not_the_capturing_machine() -> None:

@@ -13,6 +13,8 @@ from grounding import explanation_numbers, grounded
 
 from keet import load_profile
 from keet.explain import explain, to_text
+from keet.rules import KernelView
+from keet.rules.base import OPCODE_TABLE
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
@@ -21,6 +23,16 @@ MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
 @cache
 def document(gpu: str) -> dict:
     return explain(load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz"))
+
+
+def opcode_count(profile, kernel_id: int, metric: str) -> tuple[float] | None:
+    """An opcode's count in the kernel's per-opcode SASS table, as the mechanism checks cite it
+    (sass__inst_executed_per_opcode[HMMA], keet.rules.base.KernelView.opcode_evidence)."""
+    if not (metric.startswith(f"{OPCODE_TABLE}[") and metric.endswith("]")):
+        return None
+    table = KernelView(profile, profile.kernel(kernel_id)).opcodes() or {}
+    opcode = metric[len(OPCODE_TABLE) + 1 : -1]
+    return (table.get(opcode, 0.0),) if table else None
 
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
@@ -33,7 +45,7 @@ def test_every_number_in_an_explanation_is_evidence_from_the_profile(gpu):
         for finding in entry["diagnosis"]:
             evidence = finding["evidence"]
             for item in evidence:  # evidence values are the profile's own numbers
-                stored = values.get(item["metric"]) or raw.get(item["metric"])
+                stored = values.get(item["metric"]) or raw.get(item["metric"]) or opcode_count(profile, entry["id"], item["metric"])
                 assert stored is not None and stored[0] == item["value"], (entry["name"], item)
             candidates = [e["value"] for e in evidence] + [e["compared_with"] for e in evidence if "compared_with" in e]
             for token in explanation_numbers(finding["explanation"]):
@@ -45,13 +57,16 @@ def test_every_number_in_an_explanation_is_evidence_from_the_profile(gpu):
 def test_json_contract_shape():
     doc = document("h100")
     assert set(doc) >= {"source", "format", "device", "kernels"}
-    durations = [k["duration_ns"] for k in doc["kernels"]]
-    assert durations == sorted(durations, reverse=True)
+    # diagnosis v2: kernels rank by recoverable time (docs/rules.md), the longest first among equals
+    recoverable = [k["recoverable_ns"] or 0.0 for k in doc["kernels"]]
+    assert recoverable == sorted(recoverable, reverse=True)
     for kernel in doc["kernels"]:
-        assert set(kernel) >= {"id", "name", "duration_ns", "diagnosis"}
+        assert set(kernel) >= {"id", "name", "duration_ns", "diagnosis", "speed_of_light", "verdict", "recoverable_ns"}
+        assert set(kernel["speed_of_light"]) >= {"attainable_ns", "limiter", "headroom_ns", "fraction"}
+        assert kernel["verdict"]["text"]
         impacts = [f["impact"] for f in kernel["diagnosis"]]
         for finding in kernel["diagnosis"]:
-            assert set(finding) >= {"category", "impact", "confidence", "evidence", "explanation", "suggestions"}
+            assert set(finding) >= {"category", "impact", "confidence", "evidence", "explanation", "suggestions", "recoverable_ns"}
             assert 0 < finding["impact"] <= 1 and 0 < finding["confidence"] <= 1
             assert finding["suggestions"] and finding["explanation"]
             assert all(set(e) >= {"metric", "value", "unit"} for e in finding["evidence"])

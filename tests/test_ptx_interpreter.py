@@ -179,18 +179,22 @@ def test_unsupported_instruction_names_it():
     k = parse(text).kernels["carry"]
     with pytest.raises(UnsupportedInstruction, match=r"line 6: 'add.cc.u32 %r2, %r1, %r1'"):
         count_work(k, (1,), (32,), [0], {})
-    k2 = parse(text.replace("add.cc.u32 %r2, %r1, %r1", "tex.1d.v4.f32.s32 {%r1, %r2, %r3, %r0}, [%r1, {%r2}]")).kernels["carry"]
-    with pytest.raises(UnsupportedInstruction, match="tex.1d"):
+    k2 = parse(text.replace("add.cc.u32 %r2, %r1, %r1", "suld.b.1d.v4.b32.trap {%r1, %r2, %r3, %r0}, [%r1, {%r2}]")).kernels["carry"]
+    with pytest.raises(UnsupportedInstruction, match="suld.b.1d"):
         count_work(k2, (1,), (32,), [0], {})
+    # a texture fetch reads 0 and its traffic is named as not counted (the prediction is a lower bound)
+    k3 = parse(text.replace(".reg .b32 %r<4>;", ".reg .b32 %r<4>;\n.reg .b64 %rd<2>;").replace(
+        "add.cc.u32 %r2, %r1, %r1", "tex.1d.v4.s32.s32 {%r1, %r2, %r3, %r0}, [%rd1, {%r2}]")).kernels["carry"]
+    work = count_work(k3, (1,), (32,), [0], {})
+    assert work["missing"] and "texture fetches' memory traffic" in work["missing"][0]
 
 
 
 @pytest.mark.parametrize("inst", [
     "add.rz.f64 %fd2, %fd1, %fd1",  # directed rounding of f64 arithmetic: not implemented
     "div.rp.f64 %fd2, %fd1, %fd1",
-    "min.f16x2 %r2, %r1, %r1",  # packed halves: numpy on the raw bits would be wrong
-    "neg.bf16x2 %r2, %r1",
-    "setp.lt.bf16x2 %p1, %r1, %r1",
+    "ex2.approx.f16x2 %r2, %r1",  # packed halves: numpy on the raw bits would be wrong
+    "max.xorsign.abs.bf16x2 %r2, %r1, %r1",
     "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2}, {%r3}, {%f1, %f2, %f3, %f4}",
     "wmma.load.c.sync.aligned.row.m16n16k16.global.f16 {%r1, %r2, %r3, %r0}, [%rd1], %r1",
 ])
@@ -210,6 +214,267 @@ def test_unimplemented_float_forms_raise(inst):
 """
     with pytest.raises(UnsupportedInstruction):
         count_work(parse(text).kernels["k"], (1,), (32,), [0], {})
+
+HALVES_PTX = """
+.visible .entry halves(.param .u64 pin, .param .u64 pout)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [pin];
+  ld.param.u64 %rd2, [pout];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 8;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r2, [%rd4];
+  ld.global.u32 %r3, [%rd4+4];
+  mul.wide.u32 %rd3, %r1, 24;
+  add.s64 %rd5, %rd2, %rd3;
+  min.f16x2 %r4, %r2, %r3;
+  max.NaN.bf16x2 %r5, %r2, %r3;
+  neg.bf16x2 %r6, %r2;
+  abs.f16x2 %r7, %r3;
+  setp.lt.f16x2 %p1|%p2, %r2, %r3;
+  selp.u32 %r8, 1, 0, %p1;
+  selp.u32 %r9, 2, 0, %p2;
+  or.b32 %r8, %r8, %r9;
+  set.gt.u32.f16x2 %r10, %r2, %r3;
+  // inline assembly declares registers without % in scopes, and reuses their names
+  {.reg.b16 lo, hi;
+  .reg .pred p;
+  mov.b32 {lo, hi}, %r2;
+  setp.eq.bf16 p, lo, hi;
+  selp.u32 %r11, 4, 0, p;
+  }
+  {.reg .b32 lo;
+  mov.b32 lo, %r11;
+  or.b32 %r11, lo, %r8;
+  }
+  st.global.u32 [%rd5], %r4;
+  st.global.u32 [%rd5+4], %r5;
+  st.global.u32 [%rd5+8], %r6;
+  st.global.u32 [%rd5+12], %r7;
+  st.global.u32 [%rd5+16], %r11;
+  st.global.u32 [%rd5+20], %r10;
+  ret;
+}
+"""
+
+
+def test_half_and_bfloat16_min_max_sign_and_comparisons():
+    """min/max (NaN rules, -0 < +0), neg/abs, setp (p|q per half) and set of f16/bf16 and
+    their x2 packs, with the scoped registers of inline assembly (cuda_fp16.hpp, cuda_bf16.hpp)."""
+    rng = np.random.default_rng(7)
+    halves = rng.normal(size=(32, 2, 2)).astype(np.float16)
+    halves[0] = [[np.nan, 1], [2, np.nan]]  # one NaN of a pair: the other wins; max.NaN: NaN
+    halves[1] = [[np.nan, 0], [np.nan, 0]]  # both NaN: the canonical NaN
+    halves[2] = [[-0.0, 1], [0.0, 1]]  # min(-0, +0) = -0
+    halves[3] = [[1.5, 1.5], [1.5, -1.5]]  # equal halves: setp.eq.bf16 of a's two halves
+    words = halves.view(np.uint16)  # [thread, a|b, lo|hi]
+    out = np.zeros(32 * 6, np.uint32)
+    count_work(parse(HALVES_PTX).kernels["halves"], (1,), (32,), [Pointer("in"), Pointer("out")],
+               {"in": halves.view(np.uint32).reshape(-1).copy(), "out": out}, sample=1)
+    got = out.reshape(32, 6)
+    f16 = lambda bits: bits.view(np.float16).astype(np.float64)
+    bf16 = lambda bits: (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    pack = lambda lo, hi: lo.astype(np.uint32) | (hi.astype(np.uint32) << 16)
+
+    def pick(a, b, values, is_max, nan_wins):
+        x, y = values(a), values(b)
+        take_a = (x > y) | ((x == y) & np.signbit(y) & ~np.signbit(x)) if is_max else (x < y) | ((x == y) & np.signbit(x) & ~np.signbit(y))
+        r = np.where(take_a, a, b)
+        r = np.where(np.isnan(x) & ~np.isnan(y), b, np.where(np.isnan(y) & ~np.isnan(x), a, r))
+        nan = (np.isnan(x) | np.isnan(y)) if nan_wins else (np.isnan(x) & np.isnan(y))
+        return np.where(nan, 0x7FFF, r).astype(np.uint16)
+
+    a, b = words[:, 0], words[:, 1]  # [thread, lo|hi]
+    np.testing.assert_array_equal(got[:, 0], pack(*(pick(a[:, k], b[:, k], f16, False, False) for k in (0, 1))))
+    np.testing.assert_array_equal(got[:, 1], pack(*(pick(a[:, k], b[:, k], bf16, True, True) for k in (0, 1))))
+    assert got[2, 0] & 0xFFFF == 0x8000  # -0
+    np.testing.assert_array_equal(got[:, 2], pack(a[:, 0], a[:, 1]) ^ 0x80008000)
+    np.testing.assert_array_equal(got[:, 3], pack(b[:, 0], b[:, 1]) & 0x7FFF7FFF)
+    with np.errstate(invalid="ignore"):
+        lt = [(f16(a[:, k]) < f16(b[:, k])).astype(np.uint32) << k for k in (0, 1)]
+        eq = (bf16(a[:, 0]) == bf16(a[:, 1])).astype(np.uint32) * 4
+        gt = [np.where(f16(a[:, k]) > f16(b[:, k]), 0xFFFF, 0).astype(np.uint32) << (16 * k) for k in (0, 1)]
+    np.testing.assert_array_equal(got[:, 4], lt[0] | lt[1] | eq)
+    assert got[3, 4] & 4
+    np.testing.assert_array_equal(got[:, 5], gt[0] | gt[1])
+
+
+WARP_OPS_PTX = """
+.visible .entry warp_ops2(.param .u64 pin, .param .u64 pout)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [pin];
+  ld.param.u64 %rd2, [pout];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r2, [%rd4];
+  mul.wide.u32 %rd3, %r1, 20;
+  add.s64 %rd5, %rd2, %rd3;
+  setp.lt.u32 %p1, %r1, 40;
+  @!%p1 bra DONE;
+  redux.sync.add.s32 %r3, %r2, -1;
+  redux.sync.max.u32 %r4, %r2, -1;
+  redux.sync.xor.b32 %r5, %r2, -1;
+  and.b32 %r6, %r2, 3;
+  match.any.sync.b32 %r7, %r6, -1;
+  match.all.sync.b32 %r8|%p2, %r6, -1;
+  selp.u32 %r9, 1, 0, %p2;
+  add.u32 %r8, %r8, %r9;
+  st.global.u32 [%rd5], %r3;
+  st.global.u32 [%rd5+4], %r4;
+  st.global.u32 [%rd5+8], %r5;
+  st.global.u32 [%rd5+12], %r7;
+  st.global.u32 [%rd5+16], %r8;
+DONE:
+  ret;
+}
+"""
+
+
+def test_warp_reductions_and_matches():
+    """redux.sync (__reduce_add_sync, ...) over the active lanes and match.any/all.sync, with
+    the second warp half active (lanes 32..39)."""
+    x = np.random.default_rng(3).integers(0, 1000, 64).astype(np.uint32)
+    x[32:40] = 8  # the second warp's active lanes all hold 8: match.all holds there
+    out = np.zeros(64 * 5, np.uint32)
+    count_work(parse(WARP_OPS_PTX).kernels["warp_ops2"], (1,), (64,), [Pointer("x"), Pointer("out")],
+               {"x": x, "out": out}, sample=1)
+    got = out.reshape(64, 5)
+    first, second = x[:32], x[32:40]
+    assert (got[:32, 0] == first.sum()).all() and (got[32:40, 0] == second.sum()).all() and (got[40:] == 0).all()
+    assert (got[:32, 1] == first.max()).all() and (got[:32, 2] == np.bitwise_xor.reduce(first)).all()
+    low = first & 3
+    expect_any = [sum(1 << j for j in range(32) if low[j] == low[i]) for i in range(32)]
+    assert got[:32, 3].tolist() == expect_any
+    assert (got[:32, 4] == 0).all() or len(set(low.tolist())) == 1  # lanes differ: 0, p false
+    assert (got[32:40, 4] == 0xFF + 1).all()  # lanes 32..39 of warp 1: mask 0xFF, p true (+1)
+
+
+MBARRIER_PTX = """
+.visible .entry mbar(.param .u64 pout)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<6>;
+  .shared .align 8 .b64 bar;
+  .shared .align 4 .b32 box[64];
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, bar;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra ARRIVE;
+  mbarrier.init.shared.b64 [%r2], 64;
+ARRIVE:
+  bar.sync 0;
+  mov.u32 %r3, box;
+  shl.b32 %r4, %r1, 2;
+  add.u32 %r3, %r3, %r4;
+  st.shared.u32 [%r3], %r1;
+  mbarrier.arrive.shared::cta.b64 %rd2, [%r2];
+WAIT:
+  mbarrier.try_wait.shared.b64 %p2, [%r2], %rd2;
+  @!%p2 bra WAIT;
+  xor.b32 %r5, %r1, 63;
+  shl.b32 %r5, %r5, 2;
+  mov.u32 %r6, box;
+  add.u32 %r6, %r6, %r5;
+  ld.shared.u32 %r7, [%r6];
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  st.global.u32 [%rd4], %r7;
+  ret;
+}
+"""
+
+
+def test_mbarrier_phases():
+    """cuda::barrier's mbarrier: every thread arrives, then waits for the phase to complete,
+    and sees what the others stored before arriving."""
+    out = np.zeros(64, np.uint32)
+    count_work(parse(MBARRIER_PTX).kernels["mbar"], (1,), (64,), [Pointer("out")], {"out": out}, sample=1)
+    assert out.tolist() == [63 - i for i in range(64)]
+
+
+BAR_RED_PTX = """
+.visible .entry barred(.param .u64 pin, .param .u64 pout)
+{
+  .reg .pred %p<6>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [pin];
+  ld.param.u64 %rd2, [pout];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mad.lo.s32 %r4, %r2, %r3, %r1;
+  mul.wide.s32 %rd3, %r4, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.s32 %r5, [%rd4];
+  setp.gt.s32 %p1, %r5, 0;
+  bar.red.popc.u32 %r6, 0, %p1;
+  setp.eq.u32 %p2, %r1, 5;
+  bar.red.or.pred %p3, 0, %p2;
+  bar.red.and.pred %p4, 0, !%p2;
+  selp.u32 %r7, 1, 0, %p3;
+  selp.u32 %r8, 1, 0, %p4;
+  mul.wide.s32 %rd3, %r4, 12;
+  add.s64 %rd5, %rd2, %rd3;
+  st.global.u32 [%rd5], %r6;
+  st.global.u32 [%rd5+4], %r7;
+  st.global.u32 [%rd5+8], %r8;
+  ret;
+}
+"""
+
+
+def test_syncthreads_count_or_and():
+    """bar.red (__syncthreads_count, __syncthreads_or, __syncthreads_and) per block."""
+    x = np.random.default_rng(9).integers(-5, 5, 128).astype(np.int32)
+    out = np.zeros(128 * 3, np.uint32)
+    count_work(parse(BAR_RED_PTX).kernels["barred"], (2,), (64,), [Pointer("x"), Pointer("out")], {"x": x, "out": out}, sample=2)
+    got = out.reshape(2, 64, 3)
+    for blk in range(2):
+        assert (got[blk, :, 0] == (x[64 * blk:64 * (blk + 1)] > 0).sum()).all()
+        assert (got[blk, :, 1] == 1).all() and (got[blk, :, 2] == 0).all()
+
+
+SAD_PTX = """
+.visible .entry sad(.param .u64 pa, .param .u64 pb, .param .u64 po)
+{
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pa];
+  ld.param.u64 %rd2, [pb];
+  ld.param.u64 %rd3, [po];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  add.s64 %rd6, %rd2, %rd4;
+  add.s64 %rd7, %rd3, %rd4;
+  ld.global.u32 %r2, [%rd5];
+  ld.global.u32 %r3, [%rd6];
+  vabsdiff4.u32.u32.u32.add %r4, %r2, %r3, 7;
+  st.global.u32 [%rd7], %r4;
+  ret;
+}
+"""
+
+
+def test_sum_of_absolute_byte_differences():
+    """vabsdiff4 ... .add (__vsadu4, stereo matching's SAD)."""
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    out = np.zeros(32, np.uint32)
+    count_work(parse(SAD_PTX).kernels["sad"], (1,), (32,), [Pointer("a"), Pointer("b"), Pointer("o")], {"a": a, "b": b, "o": out}, sample=1)
+    bytes_a, bytes_b = a.view(np.uint8).reshape(-1, 4).astype(int), b.view(np.uint8).reshape(-1, 4).astype(int)
+    assert out.tolist() == (np.abs(bytes_a - bytes_b).sum(axis=1) + 7).tolist()
+
 
 def test_sample_blocks_cover_first_last_and_between():
     assert sample_blocks((10,), 3) == [(0, 0, 0), (5, 0, 0), (9, 0, 0)]

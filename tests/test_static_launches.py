@@ -207,10 +207,31 @@ def test_explicit_launch_api_and_unsupported_runtime_calls(toolchain: str, tmp_p
     first, second = discover_launches(src, "h100")
     assert (first.grid, first.block, first.args[1].value) == ((3, 1, 1), (64, 1, 1), 7)
     assert (second.grid, second.block, second.dynamic_shared_bytes, second.args[1].value) == ((5, 1, 1), (32, 1, 1), 128, 9)
-    graph = tmp_path / "graph.cu"
-    graph.write_text("__global__ void k() {}\nint main() { cudaGraph_t g; cudaGraphCreate(&g, 0); k<<<1, 1>>>(); }\n")
-    with pytest.raises(DiscoveryError, match="recorder lacks: cudaGraphCreate"):
-        discover_launches(graph, "h100")
+    other = tmp_path / "other.cu"  # runtime functions the recorder does not model: recorded, done as nothing
+    other.write_text("__global__ void k() {}\nint main() { cudaIpcMemHandle_t h; float* x; cudaMalloc(&x, 64);\n"
+                     "  if (cudaIpcGetMemHandle(&h, x) != cudaSuccess) return 1; k<<<1, 1>>>(); }\n")
+    launches = discover_launches(other, "h100")
+    assert len(launches) == 1 and launches.runtime_stubs == {"cudaIpcGetMemHandle": 1}
+
+
+def test_cuda_graphs_replay_their_launches(toolchain: str, tmp_path: Path):
+    src = tmp_path / "graph.cu"  # stream capture and a kernel node added by hand, each graph launched in a loop
+    src.write_text("__global__ void inc(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] += 1.f; }\n"
+                   "__global__ void dbl(float* x) { x[threadIdx.x] *= 2.f; }\n"
+                   "int main() { float* x; cudaMalloc(&x, 4096); cudaStream_t s; cudaStreamCreate(&s);\n"
+                   "  cudaGraph_t g; cudaGraphExec_t e; cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);\n"
+                   "  cudaStreamCaptureStatus st; cudaStreamIsCapturing(s, &st); if (st != cudaStreamCaptureStatusActive) return 1;\n"
+                   "  for (int i = 0; i < 3; ++i) { inc<<<2, 64, 0, s>>>(x, 7); dbl<<<1, 32, 0, s>>>(x); }\n"
+                   "  cudaStreamEndCapture(s, &g); cudaGraphInstantiate(&e, g, 0);\n"
+                   "  for (int i = 0; i < 10; ++i) cudaGraphLaunch(e, s);\n"
+                   "  cudaGraph_t h; cudaGraphCreate(&h, 0); int n = 5; void* args[] = {&x, &n};\n"
+                   "  cudaKernelNodeParams p = {}; p.func = (void*)inc; p.gridDim = dim3(4); p.blockDim = dim3(32); p.kernelParams = args;\n"
+                   "  cudaGraphNode_t node; cudaGraphAddKernelNode(&node, h, nullptr, 0, &p);\n"
+                   "  cudaGraphExec_t he; cudaGraphInstantiate(&he, h, 0); cudaGraphLaunch(he, s); cudaGraphLaunch(he, s); }\n")
+    launches = discover_launches(src, "h100")
+    by = {(function_name(launch), launch.grid): launch for launch in launches}
+    assert by[("inc", (2, 1, 1))].count == 30 and by[("dbl", (1, 1, 1))].count == 30
+    assert by[("inc", (4, 1, 1))].count == 2 and by[("inc", (4, 1, 1))].args[1].value == 5
 
 
 def test_snapshot_cap_is_recorded(toolchain: str, tmp_path: Path):

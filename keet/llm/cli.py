@@ -180,18 +180,24 @@ def evaluate(base_url: str | None, model: str | None, questions_path: str | None
 
 
 def _evaluate_claims(profiles_path: str | None, out_path: str | None) -> None:
-    """`keet llm eval --claims`: the stored claim set (generated if absent), scored on its
-    held-back fifth (and, for reference, the rest)."""
+    """`keet llm eval --claims`: the stored claim sets (generated if absent), scored on their
+    held-back fifths (and, for reference, the rest): the templated set (claims.json) and the
+    natural-phrasing set written apart from it (natural.json)."""
     from keet.llm.claims import evaluate_claims, generate, load_claims
+    from keet.llm.claims_natural import generate_natural
     from keet.project_data import profiles_dir
 
-    stored = profiles_dir(profiles_path) / "llm_eval" / "claims" / "claims.json"
-    claims = load_claims(stored) if stored.is_file() else generate(profiles_path)
+    folder = profiles_dir(profiles_path) / "llm_eval" / "claims"
+    claims = load_claims(folder / "claims.json") if (folder / "claims.json").is_file() else generate(profiles_path)
+    natural = load_claims(folder / "natural.json") if (folder / "natural.json").is_file() else generate_natural(profiles_path)
     scores = evaluate_claims(claims, profiles_path, splits=("held_back", "dev"))
+    scores["natural"] = evaluate_claims(natural, profiles_path, splits=("held_back", "dev"))
     if out_path:
         with open(out_path, "w") as out:
             json.dump(scores, out, indent=1)
-    for split, score in scores.items():
-        click.echo(f"{split}: misattributed rejected {score['misattributed_rejected']}/{score['misattributed']} "
-                   f"({score['rejection_rate']:.1%}); correct accepted {score['correct_accepted']}/{score['correct']} "
-                   f"({score['acceptance_rate']:.1%})")
+    for name, sets in (("", scores), ("natural ", scores["natural"])):
+        for split in ("held_back", "dev"):
+            score = sets[split]
+            click.echo(f"{name}{split}: misattributed rejected {score['misattributed_rejected']}/{score['misattributed']} "
+                       f"({score['rejection_rate']:.1%}); correct accepted {score['correct_accepted']}/{score['correct']} "
+                       f"({score['acceptance_rate']:.1%})")

@@ -225,10 +225,14 @@ class ProfileTools:
         for kernel in ranked[:MAX_LISTED_KERNELS]:
             summary = kernel_summary(self.profile, kernel)
             findings = self.diagnosis_entry(kernel)["diagnosis"]
+            entry = self.diagnosis_entry(kernel)
+            sol = entry.get("speed_of_light") or {}
             rows.append({
                 "id": kernel.id, "name": fence(kernel.name), "duration_ns": kernel.duration_ns, "share": summary["share"],
                 "grid": summary["grid"], "block": summary["block"],
                 "top_finding": findings[0]["category"] if findings else None,
+                "recoverable_ns": entry.get("recoverable_ns"),
+                "speed_of_light_pct": sol["fraction"] * 100 if sol.get("fraction") is not None else None,
             })
         device = self.profile.device
         listed = {"device": fence(device.name), "sm_count": device.sm_count, "kernels": rows}
@@ -268,6 +272,7 @@ class ProfileTools:
         entry = self.diagnosis_entry(chosen)
         return {
             "kernel": chosen.id,
+            **v2_fields(entry),
             "findings": [fenced_finding(f) for f in entry["diagnosis"]],
             "not_assessed": [{"category": n["category"], "missing": n["missing"]} for n in entry["not_assessed"]],
             "profiler_rules": [
@@ -276,6 +281,15 @@ class ProfileTools:
                 for r in chosen.rule_results if r.kind not in ("ok", "none")
             ],
         }
+
+    def speed_of_light(self, kernel: str | None = None) -> dict[str, Any]:
+        """Diagnosis v2 for one kernel: its speed of light (the model's attainable time for its
+        own work, the limiter, the headroom to it), its verdict, each finding's recoverable time
+        and, for a library kernel, the library and the caller's levers."""
+        chosen = self.kernel(kernel)
+        entry = self.diagnosis_entry(chosen)
+        return {"kernel": chosen.id, "measured_ns": chosen.duration_ns, **v2_fields(entry),
+                "recoverable": [{"category": f["category"], **recoverable_fields(f)} for f in entry["diagnosis"]]}
 
     def source_hotspots(self, kernel: str | None = None, top: int = MAX_HOT_LINES) -> dict[str, Any]:
         from keet.report.sections import hotspots
@@ -382,6 +396,9 @@ class ProfileTools:
         def source_hotspots(kernel: str = "", top: int = MAX_HOT_LINES) -> str:
             return self.call("source_hotspots", kernel=kernel, top=top)
 
+        def speed_of_light(kernel: str = "") -> str:
+            return self.call("speed_of_light", kernel=kernel)
+
         def predict(kernel: str = "", gpu: str = "") -> str:
             return self.call("predict", kernel=kernel, gpu=gpu)
 
@@ -390,13 +407,17 @@ class ProfileTools:
 
         which = "kernel: id or name ('' = the longest kernel)."
         tools = [
-            make("list_kernels", "Every kernel of the profile, longest first: id, name, time, share, launch, top finding.", list_kernels),
+            make("list_kernels", "Every kernel of the profile, longest first: id, name, time, share, launch, top finding, "
+                 "recoverable time and the share of its speed of light it reaches.", list_kernels),
             make("kernel_summary", f"Launch, resources, duration and headline metrics of one kernel. {which}", kernel_summary),
             make("metrics", f"Measured metrics of one kernel by exact name or pattern. {which} pattern: {PATTERN_HELP}. "
                  "origin: canonical (keet's names, base units), raw (the profiler's names) or all.", metrics),
             make("findings", f"keet's rule findings with evidence (metric, value, threshold), impact and fixes; the "
                  f"profiler's own rule results. {which}", findings),
             make("source_hotspots", f"The hottest source lines (file, line, text, share of samples, top stall). {which}", source_hotspots),
+            make("speed_of_light", f"The kernel against its speed of light (the model's attainable time for its own work, the "
+                 f"limiter, the headroom), its verdict, the time each finding could recover and, for a library kernel, the "
+                 f"caller's levers. {which}", speed_of_light),
             make("predict", f"The analytical model's predicted time and per-unit breakdown on a GPU ({', '.join(gpu_ids())}; "
                  f"'' = the profile's GPU), with the expected effect of halving each unit's time. {which}", predict),
         ]
@@ -423,6 +444,7 @@ def fenced_finding(finding: dict[str, Any]) -> dict[str, Any]:
     the explanation (it quotes kernel names) and the source files and lines fenced."""
     return {
         "category": finding["category"], "impact": finding["impact"], "confidence": finding["confidence"],
+        **recoverable_fields(finding),
         "evidence": [shown_evidence(e) for e in finding["evidence"]], "explanation": fence(finding["explanation"]),
         "suggestions": finding["suggestions"],
         "source_lines": [
@@ -430,6 +452,31 @@ def fenced_finding(finding: dict[str, Any]) -> dict[str, Any]:
              "counter": s["counter"], "share": s["share"]}
             for s in finding["source_lines"]
         ],
+    }
+
+
+def recoverable_fields(finding: dict[str, Any]) -> dict[str, Any]:
+    """A finding's recoverable time as the model sees it: ns, percent of the kernel's time, and
+    what removing the inefficiency means (keet's words; numbers only from the counters)."""
+    if finding.get("recoverable_ns") is None:
+        return {"recoverable_ns": None}
+    share = finding.get("recoverable_fraction")
+    return {"recoverable_ns": finding["recoverable_ns"], "recoverable_pct": share * 100 if share is not None else None,
+            "recoverable_by": finding.get("recoverable_how")}
+
+
+def v2_fields(entry: dict[str, Any]) -> dict[str, Any]:
+    """A kernel's speed of light, verdict, recoverable time and library as the model sees them
+    (keet's own text: limiter and library names come from keet's tables, not the profile)."""
+    sol = dict(entry.get("speed_of_light") or {})
+    if sol.get("fraction") is not None:
+        sol["fraction_pct"] = sol.pop("fraction") * 100
+    library = entry.get("library")
+    return {
+        "speed_of_light": sol or None,
+        "verdict": (entry.get("verdict") or {}).get("text"),
+        "recoverable_ns": entry.get("recoverable_ns"),
+        "library": {key: library[key] for key in ("id", "name", "kind", "what", "levers")} if library else None,
     }
 
 

@@ -12,6 +12,11 @@ agent saw in a tool result. docs/llm.md states the rules; in short:
 * a number bound to a metric name ("sol.dram_pct = 91%") must match *that* metric;
 * a time, bandwidth, clock, throughput or ratio in a sentence that names a GPU (H100, H200, ...)
   must match a figure of a GPU that sentence names;
+* a number binds only to a fact about what its sentence says it is (``binding``): each fact
+  carries its kernel, GPUs and a Subject (the quantity and the component, unit or level it
+  belongs to, its scope, its role, the launch context and clock it holds for), and so does each
+  number, read from its clause, its own unit and the clauses of its sentence without a number;
+  words that name nothing the fact contradicts are neutral;
 * a metric name must exist in the profile or keet's canonical vocabulary; a source line must
   exist in the profile's source; a quoted code span with numbers must be in the source;
 * exempt: list ordinals and "step N", single-digit counts without a unit, and digits inside
@@ -30,6 +35,7 @@ by then is unsupported.
 from __future__ import annotations
 
 import bisect
+import functools
 import html
 import math
 import re
@@ -172,20 +178,31 @@ def fact_dimension(unit: str) -> tuple[str, float]:
 # (its origin and metric name): topic tokens, a scope and roles. One vocabulary serves both sides,
 # so that "DRAM throughput" in an answer and sol.dram_pct in the profile meet on the token "dram".
 # Each pattern is a plain alternation of words (no nested quantifiers): linear in the text.
+# The words after "issue" that make it the schedulers' ("the issue rate"), not a problem
+_ISSUE_SENSE = r"slots?|rates?|time|bound|component|stalls?|utili[sz]ation|active|eligible|efficiency|width|cycles?|instructions?|in|ns|warps?"
 _TOPICS = (
-    ("dram", r"dram|hbm|device memory|global memory|off-chip|memory bandwidth|memory throughput"),
+    ("dram", r"dram|hbm\d?e?|device memory|global memory|off-chip"),
+    # "memory bandwidth" or "memory throughput" as such: DRAM's, or the profiler's memory
+    # throughput (the busiest memory level); a DRAM fact is a memory fact too (_IMPLIED)
+    ("memory", r"(?<!shared[- ])memory (?:bandwidth|throughput|traffic|system)"),
     ("l2", r"l2|lts"),
     ("l1", r"l1|l1tex|texture cache"),
     ("shared", r"shared|smem|lds"),
     ("registers", r"registers?|regs"),
     ("spill", r"spill\w*|local memory"),
-    ("occupancy", r"occupancy"),
+    ("occupancy", r"occupancy|occupied|warp slots"),
     ("threads", r"threads?"),
     ("blocks", r"blocks?|ctas?|workgroups?|grid"),
     ("warps", r"warps?|wavefronts?"),
-    ("duration", r"durations?|runtime|run time|execution time|elapsed|took|takes|take|ran|runs|lasts?|time|ns"),
+    # "hits in L2 66% of the time": how often, not a fraction of the runtime (read_subject drops it)
+    ("idiom", r"(?:most )?of the time"),
+    ("duration", r"durations?|runtime|run time|execution time|time|ns"),
+    # verbs of time: a time's subject, nothing in "the FMA pipe runs at 68% of peak" (_timed)
+    ("ran", r"elapsed|took|takes|take|ran|runs|lasts?"),
     ("share", r"share|gpu time"),
-    ("impact", r"impact|at stake|recoverable|could save|to gain"),
+    # ("the register spill problem accounts for 85% of the runtime": a finding and a fraction of
+    # runtime say it too, _unsaid; "problem", "issue", "bottleneck" are neutral)
+    ("impact", r"impact|at stake|recoverable|recover\w*|could save|sav(?:e|es|ed|ing)|to gain"),
     ("confidence", r"confidence|confident"),
     ("fp32", r"fp32|fma|ffma|single[- ]precision"),
     ("fp64", r"fp64|dfma|double[- ]precision"),
@@ -200,19 +217,37 @@ _TOPICS = (
     ("sectors", r"sectors?"),
     ("clock", r"clock|frequency"),
     ("sm", r"sms?|multiprocessors?|cus|compute units?"),
-    ("halved", r"halv\w*|if halved"),
-    ("speed", r"faster|slower|speed-?ups?|quicker|vs"),
+    ("halved", r"halv\w*|if halved|in half|by half"),
+    ("speed", r"faster|slower|speed-?ups?|speeds?(?! of light)|sped|quicker|vs"),
     ("samples", r"samples?|hot ?spots?"),
-    ("instructions", r"instructions?|inst|ipc|issued?"),
+    ("instructions", r"instruction issue|instructions?|inst|ipc|issued|(?<=halving )issue|(?<=halve )issue|"
+                     r"issue(?=[ -](?:" + _ISSUE_SENSE + r")\b|\s*[.;:]|\s*$)"),
     ("atomics", r"atomics?"),
+    ("contention", r"contention|contended|hot[- ]address|same address"),
     ("divergence", r"divergen\w*|branch efficiency"),
     ("cache", r"cache"),
     ("component", r"components?|breakdown|part of"),
     ("capacity", r"capacity|memory size|memory_bytes|of memory|gb of|hbm capacity"),
+    # the model's other components and keet's other findings by what they are about
+    ("latency", r"latenc(?:y|ies)"),
+    ("barrier", r"barriers?|syncthreads"),
+    ("launch", r"launch (?:overhead|latency|cost)|fixed (?:launch )?(?:overhead|cost)|kernel fixed"),
+    ("dispatch", r"dispatch\w*"),
+    ("port", r"ports?"),
+    ("coalescing", r"uncoalesced|coalesc\w*|strided|scattered"),
+    ("tail", r"tail(?: effect)?|partial wave"),
+    # how far the model is from the measurement
+    ("error", r"errors?|off by|deviat\w*|mispredict\w*|accura\w*"),
 )
 # (?=[A-Za-z]): every topic word starts with a letter; without it, each position between
 # punctuation and digits ("`1`1`1...") tried all the alternatives
 _TOPIC = re.compile(r"\b(?=[A-Za-z])(?:" + "|".join(f"(?P<{name}>{words})" for name, words in _TOPICS) + r")\b", re.IGNORECASE)
+# Topics a fact has whenever it has another: DRAM bandwidth is memory bandwidth, the L1 and the
+# L2 are caches, a component of the model's time is a time. Facts carry them, so that a sentence
+# may say either.
+_IMPLIED = {"dram": {"memory"}, "l1": {"cache"}, "l2": {"cache"}}
+# A "DRAM-bound" or "latency-bound" kernel: words about the kernel, not about the number
+_BOUND_WORDS = re.compile(r"(?<![\w/-])(?:[\w/]++-)++(?:bound|limited)\b")
 # Tokens that narrow a quantity (a hit rate is not a throughput, what is at stake is not the
 # duration): a fact that has one binds only to a claim that says it.
 QUALIFIERS = frozenset({"impact", "confidence", "hit", "spill", "halved", "bank", "samples", "component"})
@@ -224,46 +259,104 @@ _SCOPES = (
 )
 _SCOPE = re.compile(r"(?=[A-Za-z/])(?:" + "|".join(f"(?P<{name}>{words})" for name, words in _SCOPES) + r")(?!\w)", re.IGNORECASE)
 _ROLES = (
-    ("threshold", r"thresholds?|cut-?offs?|triggers?|fires?"),
-    ("model", r"predict\w*|models?|modell?ed|estimat\w*|expects?|expected|attainable|speed of light|forecasts?"),
-    ("peak", r"peak|theoretical|spec|specification|maximum|nominal|hardware|capacity"),
+    ("threshold", r"thresholds?|cut-?offs?|triggers?|fires?|flags?|exceeds?|exceeding"),
+    # "would", "could": what is not measured ("halving the DRAM time would make it 1.8x faster")
+    ("model", r"predict\w*|models?|perfmodel|modell?ed|estimat\w*|expects?|(?<!as )expected|attainable|speed of light|forecasts?|would|could"),
+    ("peak", r"peak|theoretical|spec|specification|maximum|nominal|hardware|capacity|boost\w*"),
+    ("measured", r"measur\w*|profiled|in the profile|observed"),
 )
 _ROLE = re.compile(r"\b(?=[A-Za-z])(?:" + "|".join(f"(?P<{name}>{words})" for name, words in _ROLES) + r")\b", re.IGNORECASE)
+# The conditions a time was measured or predicted in: the caches' state at launch (the model's
+# launch contexts, perfmodel.terms.base.CONTEXTS) and the SM clock. A figure binds to a sentence
+# that names another condition of the same kind only if it has that one too.
+# (keet's facts say theirs as ctx<name>: a word no topic or role reads)
+_CONTEXTS = (
+    ("warm", r"back-to-back|warm(?:ed)? caches?|repeated launch\w*|steady[- ]state|ctxwarm"),
+    ("cold", r"cold caches?|isolated|flushed caches?|caches? flushed|single launch|ctxcold"),
+    ("boost_clock", r"boost clock|at boost|ctxboost"),
+    ("profiled_clock", r"profil\w* clock|base clock|locked clock|ctxprofiled"),
+)
+_CONTEXT = re.compile(r"\b(?=[A-Za-z])(?:" + "|".join(f"(?P<{name}>{words})" for name, words in _CONTEXTS) + r")\b", re.IGNORECASE)
+CONTEXT_KINDS = {"warm": "caches", "cold": "caches", "boost_clock": "clock", "profiled_clock": "clock"}
 # Where a sentence's clauses end: a number's words are those of its own clause.
-_CLAUSE = re.compile(r"[,;:()\[\]]|\s[-–—]\s|\b(?:and|but|while|whereas|which|so|than)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r",(?!\d{3}\b)|[;:()\[\]]|\s[-–—]\s|\b(?:and|but|while|whereas|which|so|than)\b", re.IGNORECASE)
 _FINDING = re.compile(r"\bfinding ([a-z0-9_]+)")
 _KERNEL_REF = re.compile(r"\bkernel\s+(?:#|id\s+)?(?P<id>\d+)\b|\[(?P<bracket>\d+)\]", re.IGNORECASE)
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|" + re.escape(OPEN) + r".*?" + re.escape(CLOSE))
+# A finding as an answer names it in words (its id is found as written)
+CATEGORY_WORDS = {
+    "dram_bandwidth": r"dram bandwidth|hbm bandwidth|dram[- ]bound", "l2_bandwidth": r"l2 bandwidth|l2[- ]bound",
+    "l1_shared_bandwidth": r"l1/shared(?:[- ]memory)? bandwidth|shared[- ]memory bandwidth|l1 bandwidth",
+    "uncoalesced_global": r"uncoalesced|coalescing", "shared_bank_conflicts": r"bank conflicts?", "atomic_contention": r"atomic contention",
+    "warp_divergence": r"warp divergence|divergen\w*", "fp32_compute": r"fp32 compute|single[- ]precision compute",
+    "fp64_compute": r"fp64 compute|double[- ]precision compute", "sfu_compute": r"sfu(?: compute)?|special[- ]function",
+    "int_compute": r"integer compute|int32? compute", "tensor_compute": r"tensor[- ]core compute|tensor compute",
+    "instruction_issue": r"instruction issue|issue[- ]bound", "register_spills": r"register spills?|spill(?:s|ing)?",
+    "occupancy_registers": r"register[- ]limited occupancy", "occupancy_shared_memory": r"shared[- ]memory[- ]limited occupancy",
+    "occupancy_block_limit": r"block[- ]limited occupancy|block[- ]slot limit", "small_grid": r"small grid",
+    "tail_effect": r"tail effect", "memory_latency": r"memory latency|latency[- ]bound", "barrier_sync": r"barrier (?:stalls?|sync\w*)",
+    "launch_overhead": r"launch overhead",
+}
 # Dimensions whose hardware figure is a peak: the kernel's own figure is what it achieved.
 PEAK_DIMENSIONS = {"rate", "flop_rate", "freq"}
 
 
 @dataclass(frozen=True)
 class Subject:
-    """What a number is about: its topic tokens, scope and roles."""
+    """What a number is about, besides its kernel and GPU (Fact.kernel, Fact.gpus; a claim's
+    from its sentence): its topic tokens (the quantity and the unit, component or level it
+    belongs to: dram, l2, fp32, instructions, duration, impact, ...), its scope (per thread,
+    per warp, per block, a total), its roles (a rule's threshold, the model's figure, keet's
+    estimate, a hardware peak, a measurement) and its context (the caches' state and the clock
+    a time was measured or predicted at)."""
 
     topic: frozenset[str] = frozenset()
     scope: str | None = None
     roles: frozenset[str] = frozenset()
+    context: frozenset[str] = frozenset()
+
+    def with_(self, topic: frozenset[str] | set[str] = frozenset(), roles: frozenset[str] | set[str] = frozenset(),
+              context: frozenset[str] | set[str] = frozenset(), scope: str | None = None) -> Subject:
+        """This subject with more topic tokens, roles and context (and a scope if it has none)."""
+        return Subject(self.topic | frozenset(topic), self.scope or scope, self.roles | frozenset(roles), self.context | frozenset(context))
 
 
 def read_subject(text: str) -> Subject:
-    """The topic, scope and roles the words of ``text`` give (underscores and dots as spaces,
-    so that metric names read as words)."""
+    """The topic, scope, roles and context the words of ``text`` give (underscores and dots as
+    spaces, so that metric names read as words; "DRAM-bound" says what bounds the kernel, not
+    what a number is). Short texts are remembered: clauses and units repeat."""
+    return _read_short(text) if len(text) <= 512 else _read_subject(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_short(text: str) -> Subject:
+    return _read_subject(text)
+
+
+def _read_subject(text: str) -> Subject:
     words = text.replace("_", " ").replace(".", " ")
-    topic = frozenset(m.lastgroup for m in _TOPIC.finditer(words))
+    if "-bound" in words or "-limited" in words:
+        words = _BOUND_WORDS.sub(" ", words)
+    found = list(_CONTEXT.finditer(words))
+    context = frozenset(m.lastgroup for m in found)
+    # the conditions are no quantity: "at the boost clock, the model predicts 975 us" is a time
+    bare = _CONTEXT.sub(" ", words) if found else words
+    topic = frozenset(m.lastgroup for m in _TOPIC.finditer(bare)) - {"idiom"}
     scopes = [m.lastgroup for m in _SCOPE.finditer(words)]
     roles = frozenset(m.lastgroup for m in _ROLE.finditer(words))
-    return Subject(topic, scopes[0] if scopes else None, roles)
+    return Subject(topic, scopes[0] if scopes else None, roles, context)
 
 
 _DESCRIBED: dict[str, Subject] = {}
+_CITED = re.compile(r"\bfinding \w+ (?=evidence |threshold (?:for|of) )")
 
 
 def describe_fact(origin: str, metric: str | None, about: str) -> Subject:
     """A fact's subject from its origin (profile strings, quoted or fenced, say nothing), metric
     and ``about`` words; cached: origins repeat for every kernel."""
-    key = f"{re.sub(r'kernels? [0-9 and]+', '', origin)}|{metric}|{about}"
+    # a finding's evidence and thresholds are about their metric, not the finding's category
+    # (the ALU's 19.2% is not about int_compute because the int_compute finding cites it)
+    key = f"{_CITED.sub('', re.sub(r'kernels? [0-9 and]+', '', origin))}|{metric}|{about}"
     found = _DESCRIBED.get(key)
     if found is None:
         if len(_DESCRIBED) > 100_000:
@@ -304,6 +397,8 @@ class FactBook:
     # the kernel an answer is about until it names one: the longest (the tools' default too)
     default_kernel: int | None = None
     _names: re.Pattern[str] | None = None
+    _category_words: re.Pattern[str] | None = None
+    _category_count: int = 0
 
     def add(self, value: Any, unit: str, origin: str, gpus: tuple[str | None, ...] = (), metric: str | None = None,
             kernel: int | None = None, about: str = "") -> None:
@@ -314,9 +409,11 @@ class FactBook:
         tags = frozenset(g for g in gpus if g)
         if kernel is None and (named := re.match(r"kernel (\d+)\b", origin)):
             kernel = int(named.group(1))
-        subject = describe_fact(origin, metric, about)
-        if dimension == "time" and "duration" not in subject.topic:  # every time is a duration of something
-            subject = Subject(subject.topic | {"duration"}, subject.scope, subject.roles)
+        if metric:
+            about = f"{about} {metric_words(metric)}"
+        subject = fact_subject(describe_fact(origin, metric, about), dimension, metric)
+        if _ESTIMATES.search(origin):
+            subject = subject.with_(roles={"estimate"})
         finding = _FINDING.search(origin)
         self.facts.append(Fact(float(value) * factor, dimension, origin, tags, metric, kernel, subject, finding and finding.group(1)))
 
@@ -325,17 +422,41 @@ class FactBook:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             self.add(value * 100.0, "%", origin, gpus, kernel=kernel, about=about)
 
-    def add_text(self, text: str, origin: str, gpus: tuple[str | None, ...] = (), kernel: int | None = None) -> None:
+    def add_text(self, text: str, origin: str, gpus: tuple[str | None, ...] = (), kernel: int | None = None, about: str = "") -> None:
         """The numbers of a text keet wrote (a finding's explanation, a model note), each about
         what its clause says and what the origin is."""
         tags = frozenset(g for g in gpus if g)
         if kernel is None and (named := re.match(r"kernel (\d+)\b", origin)):
             kernel = int(named.group(1))
-        base = describe_fact(origin, None, "")
-        for claim in extract_numbers(text, 0, 0):
-            words = _timed(read_subject(_clause_at(text, claim.start)), claim.dimension)
-            subject = Subject(base.topic | words.topic | ({"duration"} if claim.dimension == "time" else set()),
-                              words.scope or base.scope, base.roles | words.roles)
+        base = describe_fact(origin, None, about)
+        numbers = extract_numbers(text, 0, 0)
+        # each number read as an answer's is (bind): its clause without the other numbers and
+        # their units, and its own unit and scope ("blocks of at least 64 threads instead of 32")
+        tails = _tails(numbers, text, 0)
+        marked = list(text)
+        for a, b in tails:
+            marked[a:b] = " " * (b - a)
+        marked_text = "".join(marked)
+        spans = _clauses(text)
+        topics = [bool(_TOPIC.search(text[a:b].replace("_", " ").replace(".", " "))) for a, b in spans]
+        starts = [a for a, _b in tails]
+        numbered = [_holds_start(starts, a, b) for a, b in spans]
+        for claim, (a, b) in zip(numbers, tails, strict=True):
+            mine = read_subject(text[a:b])
+            own, borrowed, other = _clause_parts(marked_text, claim.start, spans, topics)
+            words = read_subject(own)
+            if borrowed:  # as bind: a clause with its own number lends its quantity, not its roles
+                lent = read_subject(borrowed)
+                words = words.with_(lent.topic) if other is not None and numbered[other] else words.with_(lent.topic, lent.roles,
+                                                                                                          lent.context, lent.scope)
+            words = _timed(Subject(words.topic | mine.topic, mine.scope or words.scope, words.roles | mine.roles, words.context | mine.context),
+                           claim.dimension)
+            # keet's sentence says what its number is; the origin (the finding) only where it does not
+            base_topic = base.topic if not words.topic - {"duration", "runtime", "clock"} else frozenset()
+            subject = fact_subject(Subject(base_topic, base.scope, base.roles, base.context).with_(words.topic, words.roles, words.context,
+                                                                                                   words.scope), claim.dimension or "count")
+            if _THRESHOLD_BEFORE.search(text, max(0, claim.start - 24), claim.start) or _THRESHOLD_AFTER.match(text, claim.start + len(claim.text)):
+                subject = subject.with_(roles={"threshold"})  # "(below 60.0%)", "bound at 60.0% and above"
             finding = _FINDING.search(origin)
             for factor in claim.factors:
                 self.facts.append(Fact(claim.magnitude * factor, claim.dimension or "count", f"{origin}: {claim.text!r}", tags,
@@ -347,7 +468,11 @@ class FactBook:
         self.kernel_ids.add(kernel.id)
         name = unfence(kernel.name) if isinstance(kernel.name, str) else ""
         forms = {name, name.split("(")[0], name.split("(")[0].rsplit("::", 1)[-1]}
-        forms |= {f.removesuffix("_kernel") for f in set(forms) if len(f.removesuffix("_kernel")) >= 4}
+        # (not a stem that is a word of what numbers are about: "barrier", "divergent")
+        forms |= {f.removesuffix("_kernel") for f in set(forms) if len(f.removesuffix("_kernel")) >= 4
+                  and not _TOPIC.fullmatch(f.removesuffix("_kernel").replace("_", " "))}
+        # "the sfu kernel": the name without "_kernel", said as a kernel, however short
+        forms |= {f"{f.removesuffix('_kernel')} kernel" for f in set(forms) if f.endswith("_kernel") and len(f) > len("_kernel")}
         for form in forms:
             if form.strip() and len(form) <= 200:
                 self.kernel_names.setdefault(form.strip().lower(), set()).add(kernel.id)
@@ -369,6 +494,15 @@ class FactBook:
                 found |= self.kernel_names.get(match.group(0).lower(), set())
         return frozenset(found)
 
+    def categories_named(self, text: str) -> frozenset[str]:
+        """The findings ``text`` names in words ("the register spill problem", "bank conflicts")."""
+        if self._category_words is None or self._category_count != len(self.categories):
+            known = [c for c in sorted(self.categories) if c in CATEGORY_WORDS]
+            self._category_count = len(self.categories)
+            self._category_words = re.compile(r"\b(?=[A-Za-z_])(?:" + "|".join(f"(?P<{c}>{CATEGORY_WORDS[c]})" for c in known) + r")\b",
+                                              re.IGNORECASE) if known else re.compile(r"(?!)")
+        return frozenset(m.lastgroup for m in self._category_words.finditer(text.replace("_", " ")))
+
     def name_spans(self, text: str) -> list[tuple[int, int]]:
         """Where ``text`` names kernels: their words say nothing about a number's quantity."""
         self.kernels_named("")  # compiles the names
@@ -382,13 +516,13 @@ class FactBook:
             known.update(range(1, len(text.splitlines()) + 1))
             self.source_texts.append(text)
 
-    def add_ratio(self, a: float | None, b: float | None, origin: str, gpus: tuple[str | None, ...] = ()) -> None:
+    def add_ratio(self, a: float | None, b: float | None, origin: str, gpus: tuple[str | None, ...] = (), about: str = "") -> None:
         """a / b and b / a as ratios, and the differences as percents (30% faster, 23% less time)."""
         if not a or not b:
             return
         for ratio in (a / b, b / a):
-            self.add(ratio, "x", origin, gpus, about="speedup")
-            self.add(abs(ratio - 1) * 100, "%", f"{origin} (percent difference)", gpus, about="speedup")
+            self.add(ratio, "x", origin, gpus, about=f"speedup {about}")
+            self.add(abs(ratio - 1) * 100, "%", f"{origin} (percent difference)", gpus, about=f"speedup {about}")
 
 
 def profile_facts(book: FactBook, profile: Profile, kernels: list[Kernel], own_gpu: str | None) -> None:
@@ -458,6 +592,34 @@ def finding_facts(book: FactBook, document: dict[str, Any], own_gpu: str | None)
                 book.add_fraction(line["share"], f"{origin} share of {where_line}", about="samples")
                 book.add(line["value"], "", f"{origin} {line['counter']} at {where_line}", about="samples")
                 book.add_source(line["file"], None, [line["line"]])
+    speed_of_light_facts(book, document, own_gpu)
+
+
+def speed_of_light_facts(book: FactBook, document: dict[str, Any], own_gpu: str | None) -> None:
+    """Diagnosis v2's figures (keet.diagnosis): each finding's recoverable time and share of
+    the kernel's time, each kernel's speed of light (the model's attainable time for its work,
+    the headroom to it, the fraction of it reached and how far from it, as a ratio) and its
+    verdict's numbers."""
+    for entry in document["kernels"]:
+        where = f"kernel {entry['id']}"
+        for finding in entry["diagnosis"]:
+            origin = f"{where} finding {finding['category']}"
+            if finding.get("recoverable_ns") is not None:
+                book.add(finding["recoverable_ns"], "ns", f"{origin} recoverable time", (own_gpu,))
+                book.add_fraction(finding.get("recoverable_fraction"), f"{origin} recoverable share of its time", (own_gpu,))
+        sol = entry.get("speed_of_light") or {}
+        if sol.get("attainable_ns") is not None:
+            limiter = f"{sol.get('limiter') or ''} {sol.get('limiter_term') or ''}".replace("_", " ")
+            about = f"model speed of light {limiter} ctxcold"
+            book.add(sol["attainable_ns"], "ns", f"{where} speed of light attainable time", (own_gpu,), about=about)
+            book.add(sol["headroom_ns"], "ns", f"{where} speed of light headroom recoverable", (own_gpu,), about=about)
+            book.add_fraction(sol["fraction"], f"{where} speed of light fraction reached", (own_gpu,), about=about)
+            if sol["fraction"]:
+                book.add(1 / sol["fraction"], "x", f"{where} speed of light distance from attainable", (own_gpu,), about=about)
+        if entry.get("recoverable_ns") is not None:
+            book.add(entry["recoverable_ns"], "ns", f"{where} recoverable time", (own_gpu,))
+        if entry.get("verdict"):
+            book.add_text(entry["verdict"]["text"], f"{where} verdict", (own_gpu,))
 
 
 def prediction_facts(book: FactBook, profile: Profile, kernels: list[Kernel], own_gpu: str | None) -> None:
@@ -476,11 +638,24 @@ def prediction_facts(book: FactBook, profile: Profile, kernels: list[Kernel], ow
         found = predictions(profile, kernel, work, why_not)
         shown = [p for p in (*found.per_gpu, found.at_profile_clock) if p is not None and p.predicted_ns is not None]
         for prediction in shown:
-            walk_result(book, prediction_dict(prediction, gpu(prediction.gpu)), f"kernel {kernel.id} model on {prediction.gpu}", (prediction.gpu,))
-            book.add_ratio(kernel.duration_ns, prediction.predicted_ns, f"kernel {kernel.id} measured vs model on {prediction.gpu}",
-                           (prediction.gpu, own_gpu))
+            # the conditions of the prediction: its launch context and its clock (boost, or the
+            # clock the profile ran at, whose prediction goes beside the measured time)
+            at_clock = prediction is found.at_profile_clock
+            context = f"{CONTEXT_WORDS.get(getattr(prediction, 'context', ISOLATED), '')} {'ctxprofiled' if at_clock else 'ctxboost'}"
+            where = f"kernel {kernel.id} model on {prediction.gpu}{' at the profiled clock' if at_clock else ''}"
+            walk_result(book, prediction_dict(prediction, gpu(prediction.gpu)), where, (prediction.gpu,), about=context)
+            book.add_ratio(kernel.duration_ns, prediction.predicted_ns, f"kernel {kernel.id} measured vs model on {prediction.gpu}"
+                           f"{' at the profiled clock' if at_clock else ''}", (prediction.gpu, own_gpu), about=f"error measured {context}")
         for a, b in combinations([p for p in found.per_gpu if p.predicted_ns], 2):
             book.add_ratio(a.predicted_ns, b.predicted_ns, f"kernel {kernel.id} model {a.gpu} vs {b.gpu}", (a.gpu, b.gpu))
+
+
+# perfmodel's launch contexts (perfmodel.terms.base.CONTEXTS) in the words of _CONTEXTS
+ISOLATED = "isolated"
+CONTEXT_WORDS = {ISOLATED: "ctxcold", "isolated-clean": "ctxcold", "event": "ctxcold", "back-to-back": "ctxwarm"}
+# How a component of the model's breakdown is said (topic words); the others by their own name
+COMPONENT_WORDS = {"issue": "instruction issue", "kernel_fixed": "launch overhead", "sm_port": "sm port", "atomics_hot_address": "atomics contention",
+                   "dirty_writeback": "l2 writeback", "l1_shared": "l1 shared"}
 
 
 _KEY_UNITS = (("_bytes_per_s", "byte/second"), ("_ns", "ns"), ("_hz", "hz"), ("_pct", "%"), ("_bytes", "byte"))
@@ -489,10 +664,16 @@ _RATIO_KEYS = {"speedup", "speedup_if_halved"}
 
 
 def walk_result(book: FactBook, result: Any, origin: str, gpus: tuple[str | None, ...] = (), key: str = "",
-                kernel: int | None = None) -> None:
+                kernel: int | None = None, about: str = "") -> None:
     """Every number of a tool result, with its unit from a sibling ``unit`` or from its key;
-    keet's own strings give their numbers too, fenced profile strings do not."""
+    keet's own strings give their numbers too, fenced profile strings do not. ``about``: words
+    for what every number of the result is about (the conditions of a prediction)."""
     if isinstance(result, dict):
+        if isinstance(result.get("component"), str) and OPEN not in result["component"]:
+            # an expected effect: its numbers are about that component of the model's time
+            component = result["component"]
+            about = f"{about} component {COMPONENT_WORDS.get(component, component.replace('_', ' '))}"
+            origin = f"{origin} halving '{component}'"  # quoted: read from ``about``, not as words
         if "value" in result and "unit" in result:
             # the tools fence a profile's own units and raw metric names; keet converts with the
             # unit and binds to the name as the model writes it, without the fence (the origin
@@ -500,9 +681,9 @@ def walk_result(book: FactBook, result: Any, origin: str, gpus: tuple[str | None
             unit, metric = unfence(result["unit"]), unfence(result.get("metric"))
             unit = unit if isinstance(unit, str) else ""
             metric = metric if isinstance(metric, str) else None
-            book.add(result["value"], unit, f"{origin} {result.get('metric', key)}", gpus, metric, kernel)
+            book.add(result["value"], unit, f"{origin} {result.get('metric', key)}", gpus, metric, kernel, about=about)
             if "compared_with" in result:
-                book.add(result["compared_with"], unit, f"{origin} threshold of {result.get('metric', key)}", gpus, kernel=kernel)
+                book.add(result["compared_with"], unit, f"{origin} threshold of {result.get('metric', key)}", gpus, kernel=kernel, about=about)
         tags = (*gpus, result.get("gpu")) if isinstance(result.get("gpu"), str) else gpus
         # a result about one kernel says so ("kernel": id): its numbers are that kernel's
         kernel = result["kernel"] if isinstance(result.get("kernel"), int) and not isinstance(result.get("kernel"), bool) else kernel
@@ -511,23 +692,31 @@ def walk_result(book: FactBook, result: Any, origin: str, gpus: tuple[str | None
         for name, value in result.items():
             if name not in ("value", "compared_with") or "unit" not in result:
                 # a breakdown's entries are components of the time, not the time
-                walk_result(book, value, origin, tags, name if key != "breakdown_ns" else f"{name}_ns component", kernel)
+                part = f"{about} {COMPONENT_WORDS.get(name, '')}" if key == "breakdown_ns" else about
+                walk_result(book, value, origin, tags, name if key != "breakdown_ns" else f"{name}_ns component", kernel, part)
     elif isinstance(result, list):
         for item in result:
-            walk_result(book, item, origin, gpus, key, kernel)
+            walk_result(book, item, origin, gpus, key, kernel, about)
     elif isinstance(result, str):
-        if OPEN not in result:
-            book.add_text(result, f"{origin} {key}", gpus, kernel)
+        if OPEN not in result and key != "component":
+            book.add_text(result, f"{origin} {key}", gpus, kernel, about)
     elif isinstance(result, (int, float)):
         if key in ("kernel", "id"):
             return  # which kernel a result is about, not a figure of it
         if key in _FRACTION_KEYS:
-            book.add_fraction(result, f"{origin} {key}", gpus, kernel)
+            book.add_fraction(result, f"{origin} {key}", gpus, kernel, about)
         elif key in _RATIO_KEYS:
-            book.add(result, "x", f"{origin} {key}", gpus, kernel=kernel, about=key.replace("_", " "))
+            book.add(result, "x", f"{origin} {key}", gpus, kernel=kernel, about=f"{about} {key.replace('_', ' ')}")
+            # "a 10% speedup", "9% less time"
+            for ratio in (result, 1 / result if result else 0):
+                if ratio:
+                    book.add(abs(ratio - 1) * 100, "%", f"{origin} {key} (percent difference)", gpus, kernel=kernel,
+                             about=f"{about} {key.replace('_', ' ')}")
         else:
-            unit = next((unit for suffix, unit in _KEY_UNITS if key.removesuffix(" component").endswith(suffix)), "")
-            book.add(result, unit, f"{origin} {key}", gpus, kernel=kernel)
+            # predicted_ns_if_halved is a time too
+            bare = key.removesuffix(" component").removesuffix("_if_halved")
+            unit = next((unit for suffix, unit in _KEY_UNITS if bare.endswith(suffix)), "")
+            book.add(result, unit, f"{origin} {key}", gpus, kernel=kernel, about=about)
 
 
 # ------------------------------------------------------------------ claims
@@ -548,6 +737,7 @@ class Claim:
     metric: str | None = None  # the metric a number is bound to
     gpus: frozenset[str] = frozenset()  # GPUs its sentence names
     kernels: frozenset[int] = frozenset()  # kernels its sentence names (or the last one named before)
+    kernel_named: bool = False  # whether its own sentence names them
     categories: frozenset[str] = frozenset()  # findings (bottleneck categories) its sentence names
     subject: Subject = Subject()  # what its clause says it is
     verdict: str = "unchecked"  # supported, unsupported, exempt, unbound (kept only when not strict)
@@ -652,10 +842,10 @@ def extract_numbers(text: str, offset: int, sentence: int) -> list[Claim]:
         before = text[max(0, match.start() - _LOOK_BACK): match.start()]
         if match.start() <= content and _ORDINAL.match(text[: match.end("num") + 2]):
             continue
-        if _STEP.search(before):
-            continue
         unit = _unit_of(match, text)
         number = match.group("num")
+        if _STEP.search(before) and number.isdigit() and not unit:
+            continue  # "step 3", "kernel 3"; not "the triad kernel 2.10x faster"
         hedged = any(before.rstrip().lower().endswith(h) for h in HEDGES)
         dimension, factors = unit_dimension(unit)
         claims.append(Claim("number", match.group(0).strip() if unit else number, sentence, offset + match.start("num"),
@@ -704,6 +894,14 @@ def _clause_at(text: str, start: int, spans: list[tuple[int, int]] | None = None
     """The words of the clause a number at ``start`` is in; when they name no quantity, those
     of the nearest clause that does (before it, then after it). ``spans`` and ``topics`` (does
     each clause name a quantity): computed once per sentence by the caller with many numbers."""
+    own, borrowed, _other = _clause_parts(text, start, spans, topics)
+    return f"{own} {borrowed}" if borrowed else own
+
+
+def _clause_parts(text: str, start: int, spans: list[tuple[int, int]] | None = None,
+                  topics: list[bool] | None = None) -> tuple[str, str, int | None]:
+    """_clause_at's words apart: the number's own clause, the nearest clause's it borrows (or
+    ""), and that clause's index."""
     spans = spans if spans is not None else _clauses(text)
     topics = topics if topics is not None else [bool(read_subject(text[a:b]).topic) for a, b in spans]
     here = bisect.bisect_right([a for a, _b in spans], start) - 1 if len(spans) < 64 else _span_index(spans, start)
@@ -712,16 +910,16 @@ def _clause_at(text: str, start: int, spans: list[tuple[int, int]] | None = None
     # number was quadratic
     own = text[max(spans[here][0], start - 2 * _LOOK_BACK): min(spans[here][1], start + 2 * _LOOK_BACK)]
     if topics[here]:
-        return own
+        return own, "", None
     # at most 64 clauses either way: a hostile sentence of thousands of clauses must not be
     # searched whole for each of its numbers
     before = next((i for i in range(here - 1, max(-1, here - 65), -1) if topics[i]), None)
     after = next((i for i in range(here + 1, min(len(spans), here + 65)) if topics[i]), None)
     other = before if before is not None else after
     if other is None:
-        return own
+        return own, "", None
     a, b = spans[other]
-    return f"{own} {text[max(a, b - 2 * _LOOK_BACK): b] if other < here else text[a: min(b, a + 2 * _LOOK_BACK)]}"
+    return own, text[max(a, b - 2 * _LOOK_BACK): b] if other < here else text[a: min(b, a + 2 * _LOOK_BACK)], other
 
 
 def _span_index(spans: list[tuple[int, int]], start: int) -> int:
@@ -735,20 +933,103 @@ def _span_index(spans: list[tuple[int, int]], start: int) -> int:
     return lo
 
 
-def bind(claim: Claim, text: str, offset: int, spans: list[tuple[int, int]], topics: list[bool]) -> None:
-    """The claim's subject: the words of its clause (kernel and GPU names blanked out), a time
-    with no word for what it is being a duration."""
-    words = _clause_at(text, claim.start - offset, spans, topics)
-    claim.subject = _timed(read_subject(words), claim.dimension)
+def bind(claim: Claim, text: str, offset: int, spans: list[tuple[int, int]], topics: list[bool], own: str = "",
+         sentence: Subject = Subject(), numbered: list[bool] | None = None) -> None:
+    """The claim's subject: the words of its clause (kernel and GPU names, and the other
+    numbers with their units, blanked out), of its own unit (``own``: "blocks" in "1,056
+    blocks of 256 threads"), and the roles and context its sentence states in clauses without
+    a number (``sentence``: "According to the model, ..."); a time is a duration. A clause
+    with no quantity word borrows the nearest one's quantity, and its roles only when that
+    clause has no number of its own ("it sustains 3065 GB/s, 91% of the peak": not a peak)."""
+    mine_words, borrowed, other = _clause_parts(text, claim.start - offset, spans, topics)
+    subject = read_subject(mine_words)
+    if borrowed:
+        lent = read_subject(borrowed)
+        if numbered is not None and other is not None and numbered[other]:
+            lent = Subject(lent.topic)
+        subject = subject.with_(lent.topic, lent.roles, lent.context, lent.scope)
+    mine = read_subject(own) if any(ch.isalpha() or ch == "/" for ch in own) else Subject()
+    # its own scope ("per thread" right after it) wins over its clause's
+    subject = Subject(subject.topic | mine.topic | sentence.topic, mine.scope or subject.scope,
+                      subject.roles | mine.roles | sentence.roles, subject.context | mine.context | sentence.context)
+    claim.subject = _timed(subject, claim.dimension)
+
+
+# What follows a number and belongs to it: a scope ("256 threads per block", "8MB/thread") or
+# "peak" ("3.07 TB/s out of 3.35 TB/s peak": only the second is a peak)
+_TAIL_SCOPE = re.compile(r"\s*(?:(?:per|each|every)\s+[A-Za-z]\w*|/\s?[A-Za-z]\w*|(?:peak|theoretical|max(?:imum)?)\b)")
+# Roles a clause without a number gives every number of its sentence ("According to the model, ...")
+_SENTENCE_ROLES = frozenset({"model", "measured"})
+
+
+def _holds_start(starts: list[int], a: int, b: int) -> bool:
+    """Whether a number starts in [a, b) (``starts`` sorted)."""
+    index = bisect.bisect_left(starts, a)
+    return index < len(starts) and starts[index] < b
+
+
+def _tails(numbers: list[Claim], sentence: str, offset: int) -> list[tuple[int, int]]:
+    """Each number's span with its unit and the scope right after it."""
+    spans = []
+    for claim in numbers:
+        start = claim.start - offset
+        end = min(len(sentence), start + len(claim.text))
+        scope = _TAIL_SCOPE.match(sentence, end)
+        spans.append((start, scope.end() if scope else end))
+    return spans
 
 
 def _timed(subject: Subject, dimension: str | None) -> Subject:
-    """Duration words ("runs", "time", "took") say what a time is; a percent, a count or a size
-    in the same clause is not a duration ("the FMA pipe runs at 68.2% of peak"). A time with no
-    word for what it is, is a duration."""
+    """Duration words ("runs", "time", "took") say what a time is: every time is a duration. A
+    percent of a time ("75% of its runtime", "busy 91% of the time") is a fraction of runtime;
+    verbs of time say nothing of a percent ("the FMA pipe runs at 68.2% of peak"), and neither
+    verbs nor nouns of time say anything of a count, a size or a ratio ("halving the DRAM time")."""
+    topic = subject.topic - {"ran"}
     if dimension == "time":
-        return subject if subject.topic else Subject(frozenset({"duration"}), subject.scope, subject.roles)
-    return Subject(subject.topic - {"duration"}, subject.scope, subject.roles) if "duration" in subject.topic else subject
+        topic |= {"duration"}
+    elif dimension == "freq":  # "boosts to 1.98 GHz": a frequency is a clock's
+        topic = (topic - {"duration"}) | {"clock"}
+    elif dimension == "percent" and "duration" in topic:
+        topic = (topic - {"duration"}) | {"runtime"}
+    else:
+        topic -= {"duration"}
+    return Subject(topic, subject.scope, subject.roles, subject.context)
+
+
+# What a canonical metric is, where its name does not say it all (keet.canonical's meanings,
+# in the words of _TOPICS; the meanings themselves are prose that says more than what it is)
+_METRIC_WORDS = {"sol.l1_pct": "l1 shared", "sol.memory_pct": "memory throughput", "sol.sm_pct": "compute sm",
+                 "issue.active_pct": "issue slots", "launch.block_size": "threads per block", "launch.grid_size": "blocks",
+                 "local.load_sectors": "local memory", "local.store_sectors": "local memory", "local.load_requests": "local memory",
+                 "local.store_requests": "local memory", "dram.throughput": "memory bandwidth"}
+
+
+def metric_words(metric: str) -> str:
+    """What a canonical metric is, in words its name lacks ("l1 shared" for sol.l1_pct)."""
+    return _METRIC_WORDS.get(metric, "")
+
+
+# Percent metrics that are fractions of time (a pipe busy 91% of the active cycles)
+_TIME_FRACTION_METRICS = re.compile(r"pipe\.|issue\.active|issue\.eligible")
+# Figures that are keet's estimates (a finding's share of runtime at stake, its confidence, the
+# time it could recover): neither measured nor the model's prediction; a sentence may say either
+_ESTIMATES = re.compile(r"\bfinding \w+ (?:impact|confidence|time at stake|recoverable)")
+# A number keet's own text compares with ("below 60.0%", "bound at 60.0% and above"): a threshold
+_THRESHOLD_BEFORE = re.compile(r"(?:below|above|bound at|saturated at|at least|at most|exceeds?)\s*$", re.IGNORECASE)
+_THRESHOLD_AFTER = re.compile(r"(?:\s+[\w'%]{1,20}){0,3}?\s+(?:and above|and below|or more|or less|and up)\b", re.IGNORECASE)
+
+
+def fact_subject(subject: Subject, dimension: str, metric: str | None = None) -> Subject:
+    """A fact's whole subject: its topics with those they imply (_IMPLIED), a time's duration,
+    a fraction of time's "runtime"."""
+    topic = set(subject.topic - {"ran"})
+    for token in subject.topic:
+        topic |= _IMPLIED.get(token, set())
+    if dimension == "time":
+        topic.add("duration")
+    elif dimension == "percent" and (topic & {"duration", "share", "speed", "error"} or (metric and _TIME_FRACTION_METRICS.match(metric))):
+        topic.add("runtime")
+    return Subject(frozenset(topic), subject.scope, subject.roles, subject.context)
 
 
 def extract_claims(answer: str, book: FactBook, limit: int | None = None) -> list[Claim]:
@@ -808,13 +1089,34 @@ def extract_claims(answer: str, book: FactBook, limit: int | None = None) -> lis
                         take(bound.span())
         numbers = [c for c in extract_numbers(sentence, offset, index) if not covered[c.start - offset]]
         _range_units(numbers, sentence, offset)
-        categories = frozenset(c for c in book.categories if c in sentence)
+        categories = frozenset(c for c in book.categories if c in sentence) | book.categories_named(blanked)
+        # each number is read without the others and their units ("1,056 blocks of 256
+        # threads": blocks are the first's, threads the second's), with its own unit and scope
+        every = sorted((c for c in found + numbers if c.kind == "number"), key=lambda c: c.start)
+        tails = _tails(every, sentence, offset)
+        marked = list(blanked)
+        for a, b in tails:
+            marked[a:b] = " " * (b - a)
+        marked_text = "".join(marked)
+        # roles and context said in clauses without a number hold for the sentence's numbers
+        starts = [a for a, _b in tails]
+        wordless = [(a, b) for a, b in spans if not _holds_start(starts, a, b)]
+        said = [read_subject(blanked[a:b]) for a, b in wordless[:64]]
+        # a sentence of one number: what its leading clauses say is about it too ("If the SM
+        # port component were cut in half, the kernel would speed up by 1.12x")
+        leading = [s for s, (_a, b) in zip(said, wordless, strict=False) if len(every) == 1 and b <= starts[0]]
+        whole = Subject(topic=frozenset().union(*(s.topic for s in leading)),
+                        roles=frozenset().union(*(s.roles for s in said)) & _SENTENCE_ROLES,
+                        context=frozenset().union(*(s.context for s in said)))
+        own = {id(c): sentence[a:b] for c, (a, b) in zip(every, tails, strict=True)}
+        numbered = [_holds_start(starts, a, b) for a, b in spans]
         for claim in found + numbers:
             claim.gpus = gpus
             claim.categories = categories
             claim.kernels = last_kernels
+            claim.kernel_named = bool(named)
             if claim.kind == "number":
-                bind(claim, blanked, offset, spans, topics)
+                bind(claim, marked_text, offset, spans, topics, own.get(id(claim), ""), whole, numbered)
         claims.extend(sorted(found + numbers, key=lambda c: c.start))
     return claims
 
@@ -869,10 +1171,22 @@ def binding(claim: Claim, fact: Fact, book: FactBook) -> tuple[str, str]:
     scope, the same role (a threshold, the model, a hardware peak, or a measurement);
     ("unbound", why) when the sentence does not say enough to tell; ("other", why) when it
     says something else."""
-    said = claim.gpus or (frozenset({book.own_gpu}) if book.own_gpu else frozenset())
+    own = frozenset({book.own_gpu}) if book.own_gpu else frozenset()
+    said = claim.gpus or own
     if fact.gpus and not fact.gpus & said:
         return "other", f"it is a figure of {', '.join(sorted(fact.gpus))}, the sentence is about {', '.join(sorted(said)) or 'no GPU it names'}"
-    if fact.kernel is not None:
+    # a comparison of two GPUs: the sentence names both (one may be the profile's own, unnamed,
+    # when the sentence names a single GPU: "2.3x faster on a B200")
+    named = claim.gpus if len(claim.gpus) > 1 else claim.gpus | own
+    if len(fact.gpus) > 1 and not fact.gpus <= named:
+        return "other", f"it compares {' and '.join(sorted(fact.gpus))}, the sentence names {', '.join(sorted(named))}"
+    if (fact.kernel is None and "peak" in fact.subject.roles and claim.kernel_named and not claim.gpus
+            and "peak" not in claim.subject.roles):
+        # a GPU's hardware figure, said of a kernel ("each thread of K holds 255 registers")
+        return "other", "it is a hardware limit of the GPU, the sentence states it as the kernel's"
+    if fact.kernel is not None and "threshold" in fact.subject.roles and fact.category in claim.categories and not claim.kernel_named:
+        pass  # a rule's threshold, said of the rule ("the DRAM bandwidth rule fires at 60%"), not of a kernel
+    elif fact.kernel is not None:
         if not claim.kernels:
             return "unbound", "the answer names no kernel, and the profile has several"
         if fact.kernel not in claim.kernels:
@@ -880,22 +1194,58 @@ def binding(claim: Claim, fact: Fact, book: FactBook) -> tuple[str, str]:
     if fact.category and claim.categories and fact.category not in claim.categories:
         return "other", f"it is a figure of the {fact.category} finding, the sentence is about {', '.join(sorted(claim.categories))}"
     subject, about = claim.subject, fact.subject
-    for role, words in (("threshold", "a rule's threshold"), ("model", "the model's figure")):
-        if (role in about.roles) != (role in subject.roles):
-            return "other", (f"it is {words}, the sentence states it as something else" if role in about.roles
-                             else f"the sentence states {words}, the matching value is not one")
-    if fact.dimension in PEAK_DIMENSIONS and ("peak" in about.roles) != ("peak" in subject.roles):
+    if ("threshold" in about.roles) != ("threshold" in subject.roles):
+        return "other", ("it is a rule's threshold, the sentence states it as something else" if "threshold" in about.roles
+                         else "the sentence states a rule's threshold, the matching value is not one")
+    # keet's estimates (a finding's impact) may be said either way: "keet estimates 40% at stake"
+    if "model" in about.roles and "model" not in subject.roles:
+        return "other", "it is the model's figure, the sentence states it as something else"
+    if "model" in subject.roles and not about.roles & {"model", "estimate"}:
+        return "other", "the sentence states the model's figure, the matching value is not one"
+    if "measured" in subject.roles and "measured" not in about.roles and about.roles & {"model", "estimate", "threshold", "peak"}:
+        return "other", "the sentence states a measurement, the matching value is not one"
+    if (fact.dimension in PEAK_DIMENSIONS or about.topic & PEAK_TOPICS) and ("peak" in about.roles) != ("peak" in subject.roles):
         return "other", ("it is a hardware peak, the sentence states it as achieved" if "peak" in about.roles
                          else "the sentence states a peak, the matching value is an achieved one")
+    for kind in ("caches", "clock"):
+        stated = {c for c in subject.context if CONTEXT_KINDS[c] == kind}
+        known = {c for c in about.context if CONTEXT_KINDS[c] == kind}
+        if stated and known and not stated & known:
+            return "other", f"it is for {', '.join(sorted(known))}, the sentence says {', '.join(sorted(stated))}".replace("_", " ")
     if claim.metric is not None:
         return "bound", ""
     if not subject.topic:
         return "unbound", "the sentence does not say what quantity the number is"
-    if not subject.topic <= about.topic or (about.topic & QUALIFIERS) - subject.topic:
+    # the words of the finding the sentence names say which finding, not what quantity
+    # ("the occupancy_shared_memory rule fires when sol.sm_pct passes 60%")
+    known = about.topic | read_subject(fact.category).topic if fact.category and fact.category in claim.categories else about.topic
+    if not subject.topic <= known or _unsaid(claim, fact):
         return "other", f"it is {_quantity(about)}, the sentence says {_quantity(subject)}"
     if subject.scope in ("thread", "block", "warp") and about.scope != subject.scope or subject.scope == "total" and about.scope in ("thread", "block", "warp"):
         return "other", f"it is {_scope(about.scope)}, the sentence says {_scope(subject.scope)}"
     return "bound", ""
+
+
+# What a component of the model's time, or a finding, is about: naming it says "component"
+UNIT_TOPICS = frozenset({"dram", "memory", "l2", "l1", "shared", "fp32", "fp64", "tensor", "sfu", "int", "lsu", "fp16", "instructions",
+                         "atomics", "latency", "barrier", "launch", "dispatch", "port", "sm", "blocks", "registers", "spill", "coalescing",
+                         "tail", "bank", "divergence", "occupancy"})
+# Percent facts where the peak (theoretical occupancy) and the achieved value must be told apart
+PEAK_TOPICS = frozenset({"occupancy"})
+
+
+def _unsaid(claim: Claim, fact: Fact) -> set[str]:
+    """The fact's narrowing tokens (QUALIFIERS) the sentence does not say. A component of the
+    model's time is said by naming its unit ("the FMA work alone takes 539 us"); a finding's
+    share of runtime at stake by naming the finding and the runtime ("the register spill
+    problem accounts for 85% of the runtime")."""
+    subject, about = claim.subject, fact.subject
+    missing = set((about.topic & QUALIFIERS) - subject.topic)
+    if "component" in missing and (subject.topic & about.topic & UNIT_TOPICS or "halved" in subject.topic & about.topic):
+        missing.discard("component")
+    if "impact" in missing and fact.category in claim.categories and "runtime" in subject.topic:
+        missing.discard("impact")
+    return missing
 
 
 def _quantity(subject: Subject) -> str:

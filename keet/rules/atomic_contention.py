@@ -1,6 +1,22 @@
-"""Atomic contention: global atomics to the same addresses serialise in the L2 while the memory system idles."""
+"""Atomic contention: global atomics to the same addresses serialise in the L2 while the memory system idles.
 
-from keet.rules.base import Finding, KernelView, clamp, num, pct, rule
+Updates to one address are applied one after another by the L2 slice that owns it, so a hot
+address shows as one slice handling far more sectors than the others. The mechanism check reads
+the busiest slice's sectors against the mean (lts__t_sectors.max vs .sum / slices): atomics
+spread over many addresses wait on their round trips, not on one serialising slice.
+"""
+
+from keet.rules.base import (
+    Check,
+    Finding,
+    KernelView,
+    cite,
+    clamp,
+    mechanism,
+    num,
+    pct,
+    rule,
+)
 
 # Below this memory throughput (the busiest of L1, L2 and DRAM) the memory system has bandwidth
 # to spare, so long waits on memory are serialisation or latency, not bandwidth.
@@ -13,11 +29,36 @@ STALL_SHARE = 0.5
 ATOMIC_L2_SHARE = 0.1
 # The stall reasons of a warp waiting on its atomics: results, queue space, and stores in flight at exit.
 MEMORY_STALLS = ("stall.long_scoreboard", "stall.lg_throttle", "stall.drain")
+# One slice handling at least this many times the mean slice's sectors is a hot spot: with
+# addresses hashed over the slices, even traffic keeps the busiest slice within a few percent.
+HOT_SLICE = 4.0
+HOT = "hot addresses"
+SPREAD = "spread atomics"
 WAITS = {
     "stall.long_scoreboard": "waiting for memory results (long scoreboard)",
     "stall.lg_throttle": "waiting for room in the local/global memory queue (LG throttle)",
     "stall.drain": "waiting at exit for their outstanding updates to drain",
 }
+
+
+@mechanism(
+    "hot-l2-slice",
+    "atomics serialised on a few hot addresses (one busy L2 slice) or atomics spread over many addresses",
+    counters=("l2.sectors_busiest_slice", "l2.sectors", "l2.slices"),
+    collect="--metrics lts__t_sectors.max,lts__t_sectors.avg,lts__t_sectors.sum",
+)
+def hot_slice(k: KernelView) -> Check:
+    if not k.has("l2.sectors_busiest_slice", "l2.sectors", "l2.slices"):
+        missing = [n for n in ("l2.sectors_busiest_slice", "l2.sectors", "l2.slices") if k.metric(n) is None]
+        return hot_slice.not_assessed(missing)
+    busiest, sectors, slices = (k.metric(n) for n in ("l2.sectors_busiest_slice", "l2.sectors", "l2.slices"))
+    evidence = [k.evidence("l2.sectors_busiest_slice"), k.evidence("l2.sectors"), k.evidence("l2.slices")]
+    if sectors > 0 and slices > 0 and busiest >= HOT_SLICE * sectors / slices:
+        return Check(hot_slice.id, HOT, evidence,
+                     f"One of the {num(slices)} L2 slices handled {num(busiest)} of the L2's {num(sectors)} sectors: the updates pile onto the few addresses that slice owns.")  # fmt: skip
+    return Check(hot_slice.id, SPREAD, evidence,
+                 f"The L2's {num(sectors)} sectors are spread over its {num(slices)} slices (the busiest handled {num(busiest)}): the atomics "
+                 "target many addresses, so warps wait on each update's round trip to the L2 rather than on one serialising slice.")  # fmt: skip
 
 
 @rule(
@@ -26,6 +67,7 @@ WAITS = {
     "Global atomics serialise on contended addresses: warps wait on memory while the memory system idles",
     needs=("global.atomic_instructions", "issue.cycles_per_issue", "stall.long_scoreboard", "sol.memory_pct"),
     collect="--section MemoryWorkloadAnalysis_Chart --section WarpStateStats --section SpeedOfLight",
+    checks=(hot_slice,),
 )
 def apply(k: KernelView) -> Finding | None:
     atomics = k.metric("global.atomic_instructions")
@@ -64,27 +106,35 @@ def apply(k: KernelView) -> Finding | None:
             f"{s.file.rsplit('/', 1)[-1]}:{s.line}" + (f" `{s.text.strip()}`" if s.text else "") for s in lines
         ) + "."
     per_instruction = atomic_sectors / atomics if atomic_sectors is not None else None
+    check = hot_slice(k)
+    if check.verdict == SPREAD:
+        cause = "each update is a round trip to the L2 slice that owns its address, and every warp waits for its updates"
+    else:
+        cause = "updates to the same addresses are serialised by the L2 slice that owns them, and every warp queues behind them"
+    spread_hot = [] if check.verdict == SPREAD else [
+        "Spread a hot counter over several addresses in different 32-byte sectors (e.g. index by blockIdx.x % 64) and sum the copies at the end, so several L2 slices work in parallel."
+    ]  # fmt: skip
     # impact = (long scoreboard + LG throttle + drain stall cycles) / warp cycles per issued instruction
-    return Finding(
+    finding = Finding(
         category="atomic_contention",
         rule="atomic-contention",
         impact=clamp(waiting / cpi),
-        confidence=0.9 if atomic_sectors is not None else 0.7,
+        confidence=0.9 if atomic_sectors is not None and check.verdict != SPREAD else 0.7,
         evidence=evidence,
         explanation=(
             f"The kernel executes {num(atomics)} warp-level global atomic or reduction instructions{l2}, and its warps "
             f"take {num(cpi)} cycles per issued instruction, of which they spend {waits}, while the "
             f"memory system runs at only {pct(memory)} of its throughput (idle below {pct(MEMORY_IDLE_PCT)}). Bandwidth is "
-            f"not the limit: updates to the same addresses are serialised by the L2 slice that owns them, and every warp "
-            f"queues behind them.{where}"
+            f"not the limit: {cause}.{where}"
         ),
         suggestions=[
             "Aggregate before the global atomic: reduce within the warp first (__reduce_add_sync for integers, a __shfl_down_sync tree for floats, or cooperative_groups::reduce) and let one lane issue the atomic"
             + (f"; each atomic instruction here carries about {per_instruction:.0f} lane updates, so that alone divides the L2's serialised updates by as much." if per_instruction and per_instruction > 1.5 else "."),
             "Privatise: accumulate per block in shared memory (shared atomics are resolved in the SM) and issue one global atomic per block at the end, or write per-block partials and reduce them in a second pass.",
-            "Spread a hot counter over several addresses in different 32-byte sectors (e.g. index by blockIdx.x % 64) and sum the copies at the end, so several L2 slices work in parallel.",
+            *spread_hot,
             "Prefer integer or fixed-point accumulation where exactness or order matters: integer RED operations are cheaper in the L2 than floating-point ones, and the result no longer depends on the update order.",
         ],
         explains=("memory_latency",),
         source_lines=lines,
     )
+    return cite(finding, check)

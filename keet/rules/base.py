@@ -4,6 +4,12 @@ A rule is a small registered module: an id, a bottleneck category (from the desi
 brief), a description, and ``apply(view) -> Finding | None``. Rules read metrics only
 through :class:`KernelView`, which remembers which metrics a rule asked for and the
 profile lacked, so a diagnosis can say what it could not assess instead of guessing.
+
+A rule that names a mechanism (register spills, bank conflicts, uncoalesced accesses that
+reach L2, ...) declares a :class:`Mechanism` check next to its ``needs``: the counters that
+tell that mechanism from its look-alikes and the ncu options that collect them. Its
+:class:`Check` is cited in the finding (evidence, one sentence of the explanation, and
+``checks`` in the JSON), and says "not assessed" with what to collect when they are absent.
 """
 
 from __future__ import annotations
@@ -14,6 +20,11 @@ from typing import Any
 
 from keet import canonical
 from keet.profile import Kernel, Profile
+
+# The per-opcode SASS instruction counts (InstructionStats / SourceCounters sections), read
+# from the kernel's attributes rather than as one metric; named so in evidence and "missing".
+OPCODE_TABLE = "sass__inst_executed_per_opcode"
+OPCODE_COLLECT = "--section InstructionStats"
 
 CATEGORIES = (
     "dram_bandwidth", "l2_bandwidth", "l1_shared_bandwidth", "uncoalesced_global", "shared_bank_conflicts",
@@ -74,6 +85,7 @@ class Finding:
     suggestions: list[str]
     explains: tuple[str, ...] = ()  # categories this finding is the cause of (symptoms)
     source_lines: list[SourceLine] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)  # the mechanism checks it cites
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -85,7 +97,82 @@ class Finding:
             "explanation": self.explanation,
             "suggestions": self.suggestions,
             "source_lines": [s.as_dict() for s in self.source_lines],
+            "checks": [c.as_dict() for c in self.checks],
         }
+
+
+NOT_ASSESSED = "not assessed"
+
+
+@dataclass
+class Check:
+    """What one mechanism check found on one kernel: a verdict and the counters behind it.
+
+    ``verdict`` is a short answer among the mechanism's outcomes (e.g. "register spills" or
+    "local array"), or ``NOT_ASSESSED`` with the ``missing`` counters and how to ``collect``
+    them. ``text`` is the sentence the finding's explanation carries; every number in it is
+    the value of one of ``evidence``.
+    """
+
+    mechanism: str  # Mechanism.id
+    verdict: str
+    evidence: list[Evidence]
+    text: str
+    missing: list[str] = field(default_factory=list)
+    collect: str = ""
+
+    @property
+    def assessed(self) -> bool:
+        return self.verdict != NOT_ASSESSED
+
+    def as_dict(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"mechanism": self.mechanism, "verdict": self.verdict, "evidence": [e.metric for e in self.evidence]}
+        if not self.assessed:
+            found.update(missing=self.missing, collect=self.collect)
+        return found
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A rule's declared check of the mechanism it names (as Nsight Compute rule files declare
+    the metrics they read): the ``counters`` that distinguish it from look-alikes, the ncu
+    options that ``collect`` them, and ``assess(view) -> Check``."""
+
+    id: str
+    question: str  # what the check decides, e.g. "register spills or a local array"
+    counters: tuple[str, ...]  # canonical metrics, or OPCODE_TABLE for the per-opcode SASS counts
+    collect: str
+    assess: Callable[[KernelView], Check]
+
+    def __call__(self, k: KernelView) -> Check:
+        return self.assess(k)
+
+    def not_assessed(self, missing: list[str], evidence: list[Evidence] | None = None, known: str = "") -> Check:
+        """The check's answer when the profile lacks its counters: what to collect."""
+        text = (
+            f"{known}Whether this is {self.question} is not assessed: the profile lacks {', '.join(missing)}"
+            f"; collect {'it' if len(missing) == 1 else 'them'} with ncu {self.collect}."
+        )
+        return Check(self.id, NOT_ASSESSED, list(evidence or []), text, list(missing), self.collect)
+
+
+def mechanism(id: str, question: str, counters: tuple[str, ...], collect: str) -> Callable[[Callable[[KernelView], Check]], Mechanism]:
+    """Declare ``assess`` as a mechanism check: ``@mechanism(id, question, counters, collect)``."""
+
+    def declare(assess: Callable[[KernelView], Check]) -> Mechanism:
+        return Mechanism(id, question, counters, collect, assess)
+
+    return declare
+
+
+def cite(finding: Finding, *checks: Check) -> Finding:
+    """Add checks to a finding: their counters to its evidence, their sentences to its explanation."""
+    for check in checks:
+        finding.checks.append(check)
+        known = {(e.metric, e.value) for e in finding.evidence}
+        finding.evidence.extend(e for e in check.evidence if (e.metric, e.value) not in known)
+        finding.explanation = f"{finding.explanation} {check.text}".strip()
+    return finding
 
 
 class KernelView:
@@ -121,6 +208,25 @@ class KernelView:
         value, unit = self._values[name]
         return Evidence(name, value, unit, compared_with, relation)
 
+    def opcodes(self) -> dict[str, float] | None:
+        """Warp-level instructions executed per SASS opcode (ncu's sass__inst_executed_per_opcode,
+        or its _with_modifier table summed per opcode), or None where the profile has neither."""
+        table = self.kernel.attributes.get("inst_executed_per_opcode")
+        if not isinstance(table, dict) or not table:
+            modified = self.kernel.attributes.get("inst_executed_per_opcode_with_modifier")
+            if not isinstance(modified, dict) or not modified:
+                self.missing.add(OPCODE_TABLE)
+                return None
+            table = {}
+            for name, count in modified.items():
+                base = str(name).split(".", 1)[0]
+                table[base] = table.get(base, 0.0) + float(count)
+        return {str(name): float(count) for name, count in table.items() if isinstance(count, (int, float))}
+
+    def opcode_evidence(self, opcode: str, count: float) -> Evidence:
+        """Evidence for one opcode's count from the per-opcode table."""
+        return Evidence(f"{OPCODE_TABLE}[{opcode}]", count, "inst")
+
     def attribute(self, name: str) -> float | None:
         """A device attribute (e.g. max_warps_per_multiprocessor), where the profile has it."""
         value = self.device.attributes.get(name)
@@ -152,21 +258,41 @@ class Rule:
     apply: Callable[[KernelView], Finding | None]
     needs: tuple[str, ...] = ()  # canonical metrics without which the rule cannot judge
     collect: str = ""  # the ncu option that collects them
+    checks: tuple[Mechanism, ...] = ()  # mechanism checks its findings cite (run inside apply)
 
 
 RULES: list[Rule] = []
 
 
-def rule(id: str, category: str, description: str, needs: tuple[str, ...] = (), collect: str = "") -> Callable:
-    """Register ``apply`` as a rule."""
+def rule(id: str, category: str, description: str, needs: tuple[str, ...] = (), collect: str = "",
+         checks: tuple[Mechanism, ...] = ()) -> Callable:  # fmt: skip
+    """Register ``apply`` as a rule (with the mechanism checks its findings cite)."""
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category}")
 
     def register(apply: Callable[[KernelView], Finding | None]) -> Callable[[KernelView], Finding | None]:
-        RULES.append(Rule(id, category, description, apply, needs, collect))
+        RULES.append(Rule(id, category, description, apply, needs, collect, checks))
         return apply
 
     return register
+
+
+# Tensor-core instructions by SASS opcode: Hopper's warpgroup MMA (wgmma: HGMMA fp16/bf16/tf32,
+# QGMMA fp8, IGMMA int8, BGMMA binary), Blackwell's tcgen05 (UTC*MMA), warp-level mma.sync.
+WARPGROUP_MMA = ("HGMMA", "QGMMA", "IGMMA", "BGMMA")
+WARP_MMA = ("HMMA", "IMMA", "DMMA", "BMMA", "QMMA", "OMMA")
+
+
+def matrix_instructions(k: KernelView) -> dict[str, float] | None:
+    """Tensor-core instructions executed, by opcode (only those that ran), or None without the
+    per-opcode table."""
+    table = k.opcodes()
+    if table is None:
+        return None
+    return {
+        op: count for op, count in sorted(table.items())
+        if count > 0 and (op in WARPGROUP_MMA or op in WARP_MMA or (op.startswith("UTC") and op.endswith("MMA")))
+    }  # fmt: skip
 
 
 # Below this share of elapsed cycles with the SMs active, idle SMs cost runtime a pipe finding does not explain.

@@ -1,6 +1,7 @@
 """FP32 compute: the FMA pipe (FFMA, FADD, FMUL) runs near its peak, so arithmetic sets the pace."""
 
-from keet.rules.base import Finding, KernelView, active_share, clamp, pct, rule
+from keet.rules.base import Finding, KernelView, active_share, cite, clamp, pct, rule
+from keet.rules.checks import NO_MMA, matrix_path
 
 # Above this share of peak over active cycles the FMA pipe is the SM's busiest unit in any
 # realistic mix: the kernel sits within 1.7x of its FP32 roofline and only fewer or cheaper
@@ -20,6 +21,7 @@ ACTIVE_NOTE = 0.9
     "FMA pipe near its peak: time is FP32 operations over the FP32 throughput",
     needs=("pipe.fma_pct",),
     collect="--section ComputeWorkloadAnalysis --section SpeedOfLight --section SpeedOfLight_RooflineChart",
+    checks=(matrix_path,),
 )
 def apply(k: KernelView) -> Finding | None:
     fma = k.metric("pipe.fma_pct")
@@ -55,8 +57,16 @@ def apply(k: KernelView) -> Finding | None:
     else:
         headroom = f"The FMA pipe is at {fma:.0f}% of peak over active cycles; raising it toward ~90% (more independent FFMA chains per thread, more resident warps) is worth up to {90 / fma:.2g}x before the work itself must shrink."
 
+    check = matrix_path(k)
+    if check.verdict == NO_MMA:
+        tensor = "If the arithmetic is a matrix product or convolution, move it to tensor cores (TF32, BF16 or FP16 mma/wgmma, or cuBLAS/CUTLASS): they deliver several times the FP32-pipe throughput per SM."
+    elif check.assessed:
+        tensor = ("The matrix products already run on tensor cores: the FP32 work is what runs beside them (scaling, epilogues, "
+                  "softmax or conversions); fuse it into fewer passes or fold constant factors into the matrix operands.")  # fmt: skip
+    else:
+        tensor = "If the arithmetic is a matrix product or convolution and the SASS shows no HMMA/HGMMA, move it to tensor cores (TF32, BF16 or FP16 mma/wgmma, or cuBLAS/CUTLASS): they deliver several times the FP32-pipe throughput per SM."
     # impact = FMA pipe utilisation (share of peak over active cycles) x SM active cycles / elapsed cycles
-    return Finding(
+    finding = Finding(
         category="fp32_compute",
         rule="fp32-compute",
         impact=clamp(fma / 100 * active),
@@ -69,8 +79,9 @@ def apply(k: KernelView) -> Finding | None:
         ),
         suggestions=[
             "Do fewer FP32 operations: hoist loop-invariant products, precompute constants, and let the compiler contract FMUL+FADD pairs into one FFMA (avoid -fmad=false; write a*b+c or fmaf).",
-            "If the arithmetic is a matrix product or convolution, move it to tensor cores (TF32, BF16 or FP16 mma/wgmma, or cuBLAS/CUTLASS): they deliver several times the FP32-pipe throughput per SM.",
+            tensor,
             "Where precision allows, pack pairs of values into half2/bfloat162 and use HFMA2, which does two operations per lane per instruction.",
             headroom,
         ],
     )
+    return cite(finding, check)

@@ -1,6 +1,7 @@
 """L1/shared-memory bandwidth: the SM's L1TEX data path (shared memory and L1 hits) is saturated."""
 
-from keet.rules.base import Finding, KernelView, clamp, pct, rule
+from keet.rules.base import Finding, KernelView, cite, clamp, pct, rule
+from keet.rules.checks import NO_MMA, WARP_LEVEL, WARPGROUP, matrix_path
 
 # At this share of peak L1/shared throughput and above, the L1TEX data path sets the pace.
 BOUND_PCT = 60.0
@@ -12,6 +13,7 @@ BOUND_PCT = 60.0
     "L1/shared-memory throughput near its peak",
     needs=("sol.l1_pct",),
     collect="--section SpeedOfLight --section MemoryWorkloadAnalysis_Tables",
+    checks=(matrix_path,),
 )
 def apply(k: KernelView) -> Finding | None:
     l1 = k.metric("sol.l1_pct")
@@ -32,7 +34,16 @@ def apply(k: KernelView) -> Finding | None:
         busy = ", busy mostly with " + ("shared-memory wavefronts" if shared >= global_sectors else "global loads served by L1") + ","
     else:
         busy = ""
-    return Finding(
+    check = matrix_path(k)
+    tensor = {
+        NO_MMA: "For GEMM-like loops, move the inner product to tensor cores (mma/wgmma), which read operands in far fewer shared-memory wavefronts per FLOP.",
+        WARPGROUP: "The inner product already runs as warpgroup MMA, which reads its operands from shared memory directly: fewer wavefronts per FLOP now come from wider instruction tiles (larger N per wgmma) and swizzled, conflict-free operand layouts (TMA).",
+        WARP_LEVEL: (
+            "The inner product already runs on tensor cores with warp-level mma.sync, whose operands are staged through registers with "
+            "LDSM: on Hopper, warpgroup wgmma reads them from shared memory without that traffic; elsewhere, larger warp tiles reuse each LDSM more."
+        ),
+    }.get(check.verdict, "For GEMM-like loops without HMMA/HGMMA in their SASS, move the inner product to tensor cores (mma/wgmma), which read operands in far fewer shared-memory wavefronts per FLOP.")
+    finding = Finding(
         category="l1_shared_bandwidth",
         rule="l1-shared-bandwidth",
         impact=clamp(l1 / 100),
@@ -46,6 +57,7 @@ def apply(k: KernelView) -> Finding | None:
             "Load more per instruction: 16-byte vector accesses (float4, ld.shared.v4) move the same bytes in a quarter of the wavefront requests.",
             "Keep values that each thread reuses in registers (register blocking: compute a small tile of outputs per thread) instead of re-reading shared memory or L1 in the inner loop.",
             "Check for bank conflicts and uncoalesced accesses first: both multiply wavefronts for the same bytes.",
-            "For GEMM-like loops, move the inner product to tensor cores (mma/wgmma), which read operands in far fewer shared-memory wavefronts per FLOP.",
+            tensor,
         ],
     )
+    return cite(finding, check)

@@ -1,6 +1,21 @@
-"""Tensor compute: the tensor-core pipe (HMMA, IMMA, DMMA, GMMA) runs near its peak."""
+"""Tensor compute: the tensor-core pipe (HMMA, IMMA, DMMA, GMMA) runs near its peak.
 
-from keet.rules.base import Finding, KernelView, active_share, clamp, num, pct, rule
+Which instructions feed the pipe decides the advice: a kernel on warp-level mma.sync (HMMA) on
+Hopper can move to warpgroup wgmma; one already on HGMMA/QGMMA cannot (checks.matrix_path reads
+the per-opcode SASS counts; without them the advice says what to look for).
+"""
+
+from keet.rules.base import (
+    Finding,
+    KernelView,
+    active_share,
+    cite,
+    clamp,
+    num,
+    pct,
+    rule,
+)
+from keet.rules.checks import NO_MMA, WARP_LEVEL, WARPGROUP, matrix_path
 
 # Above this share of peak over active cycles the tensor pipe is the SM's busiest unit: the
 # kernel sits within 1.7x of its matrix-instruction roofline, with operand delivery keeping up.
@@ -15,6 +30,7 @@ SATURATED_PCT = 80.0
     "Tensor-core pipe near its peak: time is matrix instructions over the tensor-core throughput",
     needs=("pipe.tensor_pct",),
     collect="--section ComputeWorkloadAnalysis --section SpeedOfLight",
+    checks=(matrix_path,),
 )
 def apply(k: KernelView) -> Finding | None:
     tensor = k.metric("pipe.tensor_pct")
@@ -40,8 +56,9 @@ def apply(k: KernelView) -> Finding | None:
             "cycles between issues for the busy pipe."
         )
 
+    check = matrix_path(k)
     # impact = tensor pipe utilisation (share of peak over active cycles) x SM active cycles / elapsed cycles
-    return Finding(
+    finding = Finding(
         category="tensor_compute",
         rule="tensor-compute",
         impact=clamp(tensor / 100 * active),
@@ -53,9 +70,36 @@ def apply(k: KernelView) -> Finding | None:
             f"cores' throughput for the instruction shape and precision it uses.{detail}{idle_note}"
         ),
         suggestions=[
-            "On Hopper, move from warp-level mma.sync/WMMA to warpgroup wgmma (CUTLASS 3 or cuBLAS) fed by TMA: the synchronous per-warp instructions top out well below the H100/H200 dense peak that wgmma reaches.",
-            "Use a cheaper precision where accuracy allows: FP8 (e4m3/e5m2) doubles the dense rate of FP16/BF16 on Hopper, and FP16 accumulation doubles it again on the mma.sync path.",
+            *instruction_advice(k, check.verdict),
+            *precision_advice(check),
             "Exploit structure: 2:4 structured sparsity doubles the effective rate; skip or batch tiles that are known zero or padding.",
             f"At {tensor:.0f}% of peak the pipe is {'saturated: the remaining gains are in instruction choice and precision, not scheduling.' if tensor >= SATURATED_PCT else 'not yet saturated: deeper pipelining of operand loads (more stages, TMA) can still raise it.'}",
         ],
     )
+    return cite(finding, check)
+
+
+def instruction_advice(k: KernelView, verdict: str) -> list[str]:
+    """Move to warpgroup MMA only where the kernel is not on it already and the GPU has it."""
+    major = (k.device.compute_capability or (0, 0))[0]
+    if verdict == WARPGROUP:
+        return [
+            ("The kernel already issues warpgroup MMA, the fastest tensor-core path of this GPU: what remains is keeping it fed "
+            "(TMA loads several stages ahead, producer/consumer warp specialisation, the widest instruction tile the problem allows) "
+            "and doing fewer or cheaper multiply-accumulates.")
+        ]
+    if verdict == WARP_LEVEL and major == 9:
+        return ["On Hopper, move from warp-level mma.sync/WMMA to warpgroup wgmma (CUTLASS 3 or cuBLAS) fed by TMA: the synchronous per-warp instructions top out well below the H100/H200 dense peak that wgmma reaches."]
+    if verdict == WARP_LEVEL and major >= 10:
+        return ["On Blackwell, move from warp-level mma.sync/WMMA to the tcgen05 (UMMA) instructions with tensor memory (CUTLASS 3.8+ or cuBLAS): the per-warp instructions reach a fraction of the dense peak."]
+    if verdict not in (WARP_LEVEL, NO_MMA) and major in (9, 10):  # not assessed
+        return ["If the kernel's SASS (cuobjdump -sass) shows HMMA but no HGMMA, it runs warp-level mma.sync: move to warpgroup wgmma (CUTLASS 3 or cuBLAS) fed by TMA, which reaches the dense peak that mma.sync does not; if it shows HGMMA it is already there."]
+    return []
+
+
+def precision_advice(check) -> list[str]:
+    """A cheaper precision, unless the kernel already runs FP8 (QGMMA)."""
+    if any(e.metric.endswith("[QGMMA]") for e in check.evidence):
+        return ["The kernel already multiplies in FP8 (QGMMA), the cheapest dense format of this GPU: precision offers no further rate here."]
+    mma_sync = "" if check.verdict == WARPGROUP else ", and FP16 accumulation doubles it again on the mma.sync path"
+    return [f"Use a cheaper precision where accuracy allows: FP8 (e4m3/e5m2) doubles the dense rate of FP16/BF16 on Hopper{mma_sync}."]

@@ -1,7 +1,12 @@
 """Compile a .cu file for a target GPU with no GPU present: PTX, cubin and per-kernel resources.
 
-nvcc is found by ``keet.toolchain.find_nvcc``: ``$NVCC``, nvcc on PATH or in
-/usr/local/cuda, else the PyPI wheel ``nvidia-cuda-nvcc`` (site-packages/nvidia/cu*/bin/nvcc). The source is compiled once to PTX (``nvcc -ptx``), and that PTX is assembled
+nvcc is found by ``keet.toolchain.find_nvcc``: ``$NVCC``, a CUDA toolkit (``$CUDA_HOME``,
+nvcc on PATH, /usr/local/cuda), else the PyPI wheel ``nvidia-cuda-nvcc``
+(site-packages/nvidia/cu*/bin/nvcc); ``Compiled.toolkit`` says which. Headers come from the
+user's ``-I`` folders, then the toolkit's, then the PyPI CUDA wheels' (``-isystem``, searched
+last: the library wheels nvidia-cublas, -curand, -cufft, -nvtx, cudnn, nccl ship theirs there).
+``BuildOptions`` carries the nvcc-style options of ``perfmodel predict`` (-I, -D, -std,
+--include). The source is compiled once to PTX (``nvcc -ptx``), and that PTX is assembled
 with the ptxas next to nvcc (``ptxas -v``), whose report gives registers, static shared memory,
 stack frame and spill bytes per kernel (the wheels ship no cuobjdump, so ptxas's report is the
 one source of resources). Flags follow the zoo's build (profiles/capture.py): -O3 -lineinfo
@@ -21,6 +26,7 @@ from keet import toolchain
 from keet.errors import KeetError
 from keet.names import function_base_name
 from perfmodel.hardware import gpu, gpu_ids
+from perfmodel.static.libraries import library_of_header
 
 
 def cuda_archs() -> dict[str, str]:
@@ -28,6 +34,74 @@ def cuda_archs() -> dict[str, str]:
     return {gpu_id: gpu(gpu_id).build_target for gpu_id in gpu_ids() if gpu(gpu_id).vendor == "nvidia" and gpu(gpu_id).build_target}
 NVCC_FLAGS = ["-O3", "-lineinfo", "-std=c++17"]
 TIMEOUT_S = 300.0
+CXX_STANDARDS = ("c++03", "c++11", "c++14", "c++17", "c++20")
+_DEFINE = re.compile(r"^[A-Za-z_]\w*(\(.*\))?(=.*)?$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """nvcc-style options for compiling a program as its own build does: include folders
+    (-I), macros (-D NAME[=VALUE]), the C++ standard (-std=, default c++17) and headers
+    included before the source (--include). Paths are made absolute (nvcc runs elsewhere)."""
+
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    std: str | None = None
+    pre_includes: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, include_dirs=(), defines=(), std: str | None = None, pre_includes=()) -> BuildOptions:
+        """Checked options: a one-line KeetError naming the option otherwise."""
+        dirs = []
+        for d in include_dirs:
+            if not Path(d).is_dir():
+                raise KeetError(f"-I {d}: no such folder")
+            dirs.append(str(Path(d).resolve()))
+        for d in defines:
+            if not _DEFINE.match(d):
+                raise KeetError(f"-D {d}: not NAME or NAME=VALUE (NAME a C identifier)")
+        if std is not None:
+            std = std.lower().removeprefix("gnu++").removeprefix("c++")
+            std = f"c++{std}" if std else ""
+            if std not in CXX_STANDARDS:
+                raise KeetError(f"-std: {std or 'empty'}: nvcc takes {', '.join(CXX_STANDARDS)}")
+        files = []
+        for f in pre_includes:
+            if not Path(f).is_file():
+                raise KeetError(f"--include {f}: no such file")
+            files.append(str(Path(f).resolve()))
+        return cls(tuple(dirs), tuple(defines), std, tuple(files))
+
+    def nvcc_flags(self) -> list[str]:
+        out = [f"-std={self.std}"] if self.std else []
+        for d in self.include_dirs:
+            out += ["-I", d]
+        for d in self.defines:
+            out += [f"-D{d}"]
+        for f in self.pre_includes:
+            out += ["--pre-include", f]
+        return out
+
+    def describe(self) -> str:
+        return " ".join(self.nvcc_flags())
+
+
+def base_flags(options: BuildOptions | None) -> list[str]:
+    """NVCC_FLAGS with the program's C++ standard."""
+    std = options.std if options and options.std else None
+    return [f"-std={std}" if std and f.startswith("-std=") else f for f in NVCC_FLAGS]
+
+
+def include_flags(source: Path, options: BuildOptions | None, tk: toolchain.Toolkit) -> list[str]:
+    """The program's own options, its folder, then the PyPI wheels' headers as a fallback
+    (-isystem: after the toolkit's own folders)."""
+    flags = [f for f in (options.nvcc_flags() if options else []) if not f.startswith("-std=")]
+    flags += ["-I", str(source.resolve().parent)]
+    own = {d.resolve() for d in tk.include_dirs()}
+    for d in toolchain.wheel_include_dirs():
+        if d.resolve() not in own:
+            flags += ["-isystem", str(d)]
+    return flags
 
 
 class CompileError(KeetError):
@@ -61,6 +135,8 @@ class Compiled:
     cubin: bytes
     kernels: dict[str, KernelResources]  # mangled name -> resources
     log: str
+    toolkit: str = ""  # which CUDA compiler (keet.toolchain.Toolkit.describe)
+    options: BuildOptions | None = None
 
     def kernel(self, name: str) -> KernelResources:
         """By mangled name, demangled name, function name (without return type, namespaces, template arguments and parameters) or
@@ -86,7 +162,7 @@ def arch_for(gpu_id: str) -> str:
 
 
 def find_nvcc() -> str:
-    """$NVCC, nvcc on PATH or in /usr/local/cuda, else the PyPI wheel's (keet.toolchain)."""
+    """$NVCC, a CUDA toolkit ($CUDA_HOME, PATH, /usr/local/cuda), else the PyPI wheel's (keet.toolchain)."""
     return toolchain.find_nvcc(None)
 
 
@@ -140,7 +216,30 @@ def first_error(log: str, source: Path) -> str:
     return f"{source}: {lines[0] if lines else 'compilation failed'}"
 
 
-def run_tool(cmd: list[str], source: Path, cwd: Path, timeout: float) -> str:
+_MISSING_HEADER = re.compile(r'cannot open source file "([^"]+)"|^([^\s:]+(?:/[^\s:]+)*): No such file or directory')
+
+
+def compile_problem(log: str, source: Path, tk: toolchain.Toolkit | None = None) -> str:
+    """first_error, with what to do: for a missing header, where its library's headers come
+    from; else the build options that a program's own build passes."""
+    message = first_error(log, source)
+    m = _MISSING_HEADER.search(message.split(": ", 1)[-1])
+    used = f" (compiled with {tk.describe()})" if tk else ""
+    if m:
+        header = m.group(1) or m.group(2)
+        lib = library_of_header(header)
+        if lib:
+            return (f"{message}{used}: the {lib.name} headers are missing: install a CUDA toolkit that has them (and "
+                    f"set CUDA_HOME or put its nvcc on PATH), or pip install {lib.package}, or pass -I DIR with the "
+                    f"folder holding {header}")
+        return f"{message}{used}: pass -I DIR with the folder holding {header} (as the program's own build does)"
+    if "separate compilation mode" in message or "relocatable device code" in message:
+        return (f"{message}{used}: dynamic parallelism (kernels that launch kernels) needs relocatable device code "
+                "(-rdc), which perfmodel predict does not build; give the launch with --kernel/--grid/--block")
+    return f"{message}{used}; the program's own build options go to -I DIR, -D NAME[=VALUE], -std=STD, --include FILE"
+
+
+def run_tool(cmd: list[str], source: Path, cwd: Path, timeout: float, tk: toolchain.Toolkit | None = None) -> str:
     try:
         p = subprocess.run(cmd, check=False, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -149,7 +248,7 @@ def run_tool(cmd: list[str], source: Path, cwd: Path, timeout: float) -> str:
         raise KeetError(f"{source}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
     log = p.stderr + p.stdout
     if p.returncode != 0:
-        raise CompileError(first_error(log, source))
+        raise CompileError(compile_problem(log, source, tk))
     return log
 
 
@@ -197,22 +296,23 @@ def parse_ptxas(log: str) -> dict[str, dict]:
 
 
 def compile_cu(source: str | Path, gpu_id: str, *, extra_flags: list[str] | tuple[str, ...] = (),
-               timeout: float = TIMEOUT_S) -> Compiled:
+               timeout: float = TIMEOUT_S, options: BuildOptions | None = None) -> Compiled:
     """Compile SOURCE for GPU_ID's architecture to PTX and cubin, with per-kernel resources."""
     source = Path(source)
     if not source.is_file():
         raise KeetError(f"{source}: no such file")
     arch = arch_for(gpu_id)
-    nvcc = find_nvcc()
+    tk = toolchain.toolkit()
+    nvcc = tk.nvcc
     ptxas = tool_next_to(nvcc, "ptxas")
     with tempfile.TemporaryDirectory(prefix="perfmodel-compile-") as tmp:
         work = Path(tmp)
         ptx_path, cubin_path = work / "kernel.ptx", work / "kernel.cubin"
-        cmd = [nvcc, *NVCC_FLAGS, f"-arch={arch.replace('sm_', 'compute_')}", "-ptx", *extra_flags,
-               "-I", str(source.resolve().parent), "-o", str(ptx_path), str(source.resolve())]
-        log = run_tool(cmd, source, work, timeout)
+        cmd = [nvcc, *base_flags(options), f"-arch={arch.replace('sm_', 'compute_')}", "-ptx", *extra_flags,
+               *include_flags(source, options, tk), "-o", str(ptx_path), str(source.resolve())]
+        log = run_tool(cmd, source, work, timeout, tk)
         ptx = ptx_path.read_text()
-        log += run_tool([ptxas, "-v", f"-arch={arch}", "-lineinfo", "-o", str(cubin_path), str(ptx_path)], source, work, timeout)
+        log += run_tool([ptxas, "-v", f"-arch={arch}", "-lineinfo", "-o", str(cubin_path), str(ptx_path)], source, work, timeout, tk)
         cubin = cubin_path.read_bytes()
     resources = parse_ptxas(log)
     names = demangle(list(resources))
@@ -223,7 +323,38 @@ def compile_cu(source: str | Path, gpu_id: str, *, extra_flags: list[str] | tupl
                               barriers=r.get("barriers", 0), constant_bytes=r.get("constant_bytes", {}))
         for name, r in resources.items()
     }
-    return Compiled(source=source, gpu_id=gpu_id.lower(), arch=arch, ptx=ptx, cubin=cubin, kernels=kernels, log=log)
+    return Compiled(source=source, gpu_id=gpu_id.lower(), arch=arch, ptx=ptx, cubin=cubin, kernels=kernels, log=log,
+                    toolkit=tk.describe(), options=options)
+
+
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]+)"')
+
+
+def ptx_location(ptx: str, line: int, source: Path | None = None) -> str | None:
+    """The CUDA source file:line that PTX line LINE (1-based) comes from, by the .loc directives
+    of -lineinfo. Code inlined from a header (cuda_fp16.hpp's inline assembly, cooperative
+    groups) is placed at the line of SOURCE that called it (its inlined_at, else the nearest
+    earlier line of SOURCE in the function), the header's line in parentheses. None where the
+    PTX does not say."""
+    lines = ptx.splitlines()
+    files = {int(m.group(1)): m.group(2) for m in map(_FILE.match, lines) if m}
+    main = str(source.resolve()) if source else None
+    first = None  # the instruction's own location
+    for text in reversed(lines[:max(0, line - 1)]):
+        if text.lstrip().startswith((".entry", ".func", ".visible")):
+            break
+        m = _LOC.match(text)
+        if not m or int(m.group(1)) not in files or not int(m.group(2)):
+            continue
+        f, ln = int(m.group(1)), int(m.group(2))
+        if first is None:
+            first = f"{files[f]}:{ln}"
+        if main is None or files[f] == main:
+            return first if first == f"{files[f]}:{ln}" else f"{files[f]}:{ln} ({first})"
+        if m.group(3) and int(m.group(3)) in files and files[int(m.group(3))] == main:
+            return f"{main}:{m.group(4)} ({first})"
+    return first
 
 
 # ---------------------------------------------------------------------------------------------

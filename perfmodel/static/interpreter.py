@@ -56,6 +56,7 @@ from perfmodel.static.ptx import (
     Imm,
     Instruction,
     Kernel,
+    Raw,
     Reg,
     Sym,
     Vec,
@@ -70,6 +71,17 @@ WINDOW_SIZE = 1 << 30
 EXITED = np.int64(1 << 40)
 
 
+# cooperative groups' grid workspace (%envreg1:%envreg2, cg::this_grid()): a buffer of its own. A
+# sampled interpretation has only some of the blocks, so grid.sync()'s barrier (atom.add to it,
+# then spin reading it until its top bit flips) is made to pass at once: a lane that reads the
+# barrier word sees the value its own atom.add found there with the top bit flipped.
+GRID_WORKSPACE = "__grid_workspace"
+CLOCK_PER_READ = 1_000_000  # %clock, %clock64, %globaltimer advance this much at each read
+
+# device functions a call may name that are done as nothing, returning 0: printf, assert's report
+NO_OP_CALLS = {"vprintf", "__assertfail"}
+
+
 class InterpreterError(RuntimeError):
     """The kernel cannot be interpreted with the given arguments."""
 
@@ -80,6 +92,7 @@ class UnsupportedInstruction(InterpreterError):
     def __init__(self, inst: Instruction, why: str = ""):
         self.instruction = inst.text
         self.line = inst.line
+        self.why = why
         super().__init__(f"unsupported PTX instruction at line {inst.line}: {inst.text!r}" + (f" ({why})" if why else ""))
 
 
@@ -251,6 +264,40 @@ def _to_f16(s: np.ndarray, e: np.ndarray | float, mode: str) -> np.ndarray:
     return np.where(np.isnan(s), np.uint16(0x7FFF).view(np.float16), f)
 
 
+_CANONICAL_NAN16 = np.uint16(0x7FFF)  # what the GPU returns for a NaN result of f16/bf16 min, max
+
+
+def _half_f64(bits: np.ndarray, half: str) -> np.ndarray:
+    """uint16 bits of f16 or bf16 values -> their float64 values (exact)."""
+    return (_bf16_to_f32(bits) if half == "bf16" else bits.view(np.float16)).astype(np.float64)
+
+
+def _per_half(fn, packed: bool):
+    """fn over uint16 halves; for packed (x2) types applied to the low and high halves of uint32 words."""
+    if not packed:
+        return fn
+
+    def both(*ops):
+        lo = fn(*[(o & np.uint32(0xFFFF)).astype(np.uint16) for o in ops])
+        hi = fn(*[(o >> np.uint32(16)).astype(np.uint16) for o in ops])
+        return lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16))
+    return both
+
+
+def _half_minmax(half: str, is_max: bool, nan: bool):
+    """min/max of f16/bf16 bits: the non-NaN operand when one is NaN (the canonical NaN when
+    both are, or either with .NaN), -0 below +0."""
+    def one(a, b):
+        x, y = _half_f64(a, half), _half_f64(b, half)
+        sx, sy = np.signbit(x), np.signbit(y)
+        take_a = ((x > y) | ((x == y) & sy & ~sx)) if is_max else ((x < y) | ((x == y) & sx & ~sy))
+        r = np.where(take_a, a, b)
+        na, nb = np.isnan(x), np.isnan(y)
+        r = np.where(na & ~nb, b, np.where(nb & ~na, a, r))
+        return np.where((na | nb) if nan else (na & nb), _CANONICAL_NAN16, r).astype(np.uint16)
+    return one
+
+
 def _fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """a*b + c with one rounding (float64). Error-free transforms give a candidate; lanes where
     it could be off (near a rounding midpoint, or where the product's error is not exact:
@@ -297,12 +344,12 @@ PIPE_OF_PTX = {
     "fp64": {"add.f64", "sub.f64", "mul.f64", "fma.f64", "mad.f64", "neg.f64", "abs.f64", "setp.f64", "min.f64", "max.f64"},
     "fp16": {"add.f16", "sub.f16", "mul.f16", "fma.f16"},
     "int_fma": {"mul", "mad", "mul24", "mad24"},
-    "alu": {"add", "sub", "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "selp", "min", "max", "mov", "popc", "clz",
-            "brev", "bfe", "bfi", "bfind", "shf", "prmt", "lop3", "neg", "abs", "cvta", "copysign", "testp"},
+    "alu": {"add", "sub", "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "set", "selp", "min", "max", "mov", "popc", "clz",
+            "brev", "bfe", "bfi", "bfind", "shf", "prmt", "lop3", "neg", "abs", "cvta", "copysign", "testp", "vabsdiff4"},
     "xu": {"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "cvt"},
-    "lsu": {"ld", "st", "atom", "red", "shfl", "cp"},
-    "special": {"vote", "activemask"},
-    "barrier": {"bar", "barrier", "membar", "fence"},
+    "lsu": {"ld", "st", "atom", "red", "shfl", "cp", "tex", "tld4"},
+    "special": {"vote", "activemask", "redux", "match"},
+    "barrier": {"bar", "barrier", "membar", "fence", "mbarrier"},
     "branch": {"bra", "ret", "exit"},
     "tensor": {"mma"},
 }
@@ -399,9 +446,9 @@ def _costs(inst: Instruction) -> tuple[list[tuple[str, float]], tuple[str, int] 
         return [], None
     if op == "mov" and any(isinstance(o, Reg) and o.name.startswith(_SPECIAL_REGS) for o in inst.operands[1:]):
         return [("special", 1.0)], None
-    if op in ("add", "sub", "mul", "fma", "mad", "neg", "abs", "min", "max", "setp") and t in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"):
+    if op in ("add", "sub", "mul", "fma", "mad", "neg", "abs", "min", "max", "setp", "set") and t in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"):
         if t == "f32":
-            pipe = "alu" if op in ("min", "max", "setp") else "fp32"
+            pipe = "alu" if op in ("min", "max", "setp", "set") else "fp32"
         elif t == "f64":
             pipe = "fp64"
         else:
@@ -464,6 +511,7 @@ class LaneGroup:
     warpid: np.ndarray
     local: np.ndarray | None
     steps: int = 0
+    grid_arrived: np.ndarray | None = None  # per lane: the value its atom.add found in the grid barrier word
 
 
 @dataclass
@@ -695,6 +743,15 @@ class Interpreter:
         self.threads = self.block[0] * self.block[1] * self.block[2]
         self.nwarps = (self.threads + WARP - 1) // WARP
         self.memory = buffers if isinstance(buffers, Memory) else Memory(buffers or {})
+        self._workspace: tuple[int, int] | None = None
+        self._clock = 0
+        notes: list[str] = []
+        if any(isinstance(o, Reg) and o.name.startswith("%envreg") for inst in kernel.instructions for o in inst.operands):
+            self.memory.add(GRID_WORKSPACE, np.zeros(64, np.uint8))
+            at = self.memory.address(Pointer(GRID_WORKSPACE))
+            self._workspace = (at, at + 64)
+            notes.append("grid.sync() (cooperative groups): each sampled block goes on as if every block had arrived; "
+                         "what other blocks would have written is what the host left there")
         self.dynamic_shared_bytes = dynamic_shared_bytes
         self.shared_bytes = kernel.static_shared_bytes
         ext = [v for v in kernel.shared if v.extern]
@@ -726,16 +783,37 @@ class Interpreter:
         self.max_steps = max_steps_per_warp
         self.params = self._param_bytes(args)
         self.counters = Counters(np.zeros(len(kernel.instructions), np.int64), np.zeros(len(kernel.instructions), np.int64))
-        self.approximations: set[str] = set()
+        self.approximations: set[str] = set(notes)
+        self.missing: set[str] = set()  # work the interpretation does not count (texture fetches' traffic)
         self._tensor_names: dict[int, str] = {}
         self._tensor_per_warp: dict[int, int] = {}  # SASS tensor instructions per PTX one (default 1)
         self.L = 0
         self._wavefront_cache: dict[tuple, tuple[int, int]] = {}
+        self._call_params: dict[str, int] = {}  # .param of a call sequence (printf's arguments) -> offset after the kernel's
         for inst in kernel.instructions:  # name the call, not the st.param that prepares it
             if inst.opcode == "call":
-                callee = next((o.name for o in inst.operands if isinstance(o, Sym)), "a function")
-                raise UnsupportedInstruction(inst, f"calls {callee}: device-function calls (printf, malloc, functions nvcc did not inline) are not interpreted")
+                callee = self._callee(inst)
+                if callee not in NO_OP_CALLS:
+                    raise UnsupportedInstruction(inst, f"calls {callee}: device-function calls (malloc, functions nvcc did not "
+                                                       "inline) are not interpreted")
+                for group in re.findall(r"\(([^)]*)\)", inst.text):  # (retval0), callee, (param0, param1)
+                    for name in filter(None, (x.strip() for x in group.split(","))):
+                        self._call_params.setdefault(name, len(self.params) + 64 * len(self._call_params))
+        if self._call_params:  # room for their values (never read back: the calls do nothing and return 0)
+            self.params += bytearray(64 * len(self._call_params))
         self._decode_for(WARP)  # decoding checks every instruction before anything runs
+
+    @staticmethod
+    def _callee(inst: Instruction) -> str:
+        """The function a call names: call[.uni] [(ret),] name[, (args)]."""
+        text = inst.text.split(None, 1)[1] if " " in inst.text else ""
+        m = re.match(r"^\s*(?:\([^)]*\)\s*,\s*)?([\w$.]+)", text)
+        return m.group(1) if m else "a function"
+
+    def _op_call(self, inst, index, unknown):
+        """printf (vprintf) and a failed assert (__assertfail): nothing happens, 0 is returned."""
+        self.approximations.add(f"calls {self._callee(inst)}: done as nothing (no output, no time)")
+        return lambda w, b, mask: None
 
     def _decode_for(self, lanes: int) -> None:
         """Build the per-instruction closures for a group of `lanes` lanes."""
@@ -788,6 +866,11 @@ class Interpreter:
             name = op.name
             if name.startswith(_SPECIAL_REGS):
                 return self._special(name, t, inst)
+            if name.startswith("%envreg"):  # the grid workspace of cooperative groups (see GRID_WORKSPACE)
+                at = self._workspace[0] if self._workspace else 0
+                value = {"%envreg1": at >> 32, "%envreg2": at & 0xFFFFFFFF}.get(name, 0)
+                arr = np.full(self.L, value, dtype=np.uint64)
+                return lambda w, b: _as(arr, t)
             if name not in self.kernel.regs:
                 raise UnsupportedInstruction(inst, f"undeclared register {name}")
             if t == "pred":
@@ -801,7 +884,8 @@ class Interpreter:
             if op.name in self.symbols:
                 arr = np.full(self.L, self.symbols[op.name], dtype=np.uint64)
                 return lambda w, b: _as(arr, t)
-            for table in (self.local_offsets, self.const_symbols, self.global_symbols):
+            params = {p.name: p.offset for p in self.kernel.params}  # mov %rd, kernel_param: its place in param space
+            for table in (self.local_offsets, self.const_symbols, self.global_symbols, params, {"WARP_SZ": WARP}):
                 if op.name in table:
                     arr = np.full(self.L, table[op.name], dtype=np.uint64)
                     return lambda w, b: _as(arr, t)
@@ -828,8 +912,15 @@ class Interpreter:
         if name in ("%smid", "%gridid"):
             return lambda w, b: _as(np.zeros(self.L, dtype=np.uint64), t)
         if name in ("%clock", "%clock64", "%globaltimer"):
-            self.approximations.add(f"{name} reads the warp's interpreted step count, not a clock")
-            return lambda w, b: _as(np.full(self.L, w.steps, dtype=np.uint64), t)
+            # a fast clock: loops that wait for a number of cycles (clock_block of simpleHyperQ)
+            # end after a few thousand steps instead of millions; what they wait is not work
+            self.approximations.add(f"{name} is a fast clock ({CLOCK_PER_READ:,} more at each read): a kernel that waits "
+                                    "for a time is predicted by the work of its few interpreted iterations, not the wait")
+
+            def clock(w, b):
+                self._clock += CLOCK_PER_READ
+                return _as(np.full(self.L, self._clock, dtype=np.uint64), t)
+            return clock
         if name in ("%dynamic_smem_size", "%total_smem_size"):
             v = self.dynamic_shared_bytes if name == "%dynamic_smem_size" else self.shared_bytes
             return lambda w, b: _as(np.full(self.L, v, dtype=np.uint64), t)
@@ -1119,10 +1210,16 @@ class Interpreter:
         return self._simple(inst, t, (t, t), rem)
 
     def _minmax(self, inst, unknown, f_float, f_int):
-        self._check(inst, unknown, ("NaN",))
+        self._check(inst, unknown, ("NaN", "xorsign", "abs"))
         t = self._t(inst)
-        if t in _NOT_NUMPY:
-            raise UnsupportedInstruction(inst, "type")
+        if "xorsign" in unknown or "abs" in unknown:
+            raise UnsupportedInstruction(inst, "modifier .xorsign.abs")
+        if t in _HALVES:
+            bt = "b32" if t.endswith("x2") else "b16"
+            fn = _per_half(_half_minmax(t.removesuffix("x2"), inst.opcode == "max", "NaN" in unknown), t.endswith("x2"))
+            return self._simple(inst, bt, (bt, bt), fn)
+        if "NaN" in unknown and t in _FLOAT:
+            f_float = np.maximum if inst.opcode == "max" else np.minimum  # NaN wins
         return self._simple(inst, t, (t, t), f_float if t in _FLOAT else f_int)
 
     def _op_min(self, inst, index, unknown):
@@ -1131,11 +1228,17 @@ class Interpreter:
     def _op_max(self, inst, index, unknown):
         return self._minmax(inst, unknown, np.fmax, np.maximum)
 
+    def _sign_bits(self, inst, t, op):
+        """neg/abs of f16, bf16 and their x2 packs: the sign bit of each half."""
+        bt = "b32" if t.endswith("x2") else "b16"
+        mask = np.uint32(0x80008000) if t.endswith("x2") else np.uint16(0x8000)
+        return self._simple(inst, bt, (bt,), (lambda a: a ^ mask) if op == "neg" else (lambda a: a & ~mask))
+
     def _op_neg(self, inst, index, unknown):
         self._check(inst, unknown)
         t = self._t(inst)
-        if t in _NOT_NUMPY:
-            raise UnsupportedInstruction(inst, "type")
+        if t in _NOT_NUMPY or (t == "f16" and "ftz" in inst.mods):
+            return self._sign_bits(inst, t, "neg")
         if t == "f16":  # the H100 gives the canonical NaN 0x7FFF for a NaN (not a flipped sign)
             nan = np.uint16(0x7FFF).view(np.float16)
             return self._simple(inst, t, (t,), lambda a: np.where(np.isnan(a), nan, -a))
@@ -1145,7 +1248,7 @@ class Interpreter:
         self._check(inst, unknown)
         t = self._t(inst)
         if t in _NOT_NUMPY:
-            raise UnsupportedInstruction(inst, "type")
+            return self._sign_bits(inst, t, "abs")
         return self._simple(inst, t, (t,), np.abs)
 
     def _logic(self, inst, unknown, fn):
@@ -1346,10 +1449,62 @@ class Interpreter:
                 return lambda a, b: f(a, b) | np.isnan(a) | np.isnan(b)
         raise UnsupportedInstruction(inst, f"comparison {cmp}")
 
+    def _half_compare(self, inst, cmp: str, t: str):
+        """A comparison of f16/bf16 (x2: per half) bits: (reader type, fn -> bool per half)."""
+        f = self._compare(inst, cmp, "f32")
+        half = t.removesuffix("x2")
+        return ("b32" if t.endswith("x2") else "b16"), lambda a, b: f(_half_f64(a, half), _half_f64(b, half))
+
+    def _op_set(self, inst, index, unknown):
+        """set.CmpOp[.BoolOp].dtype.stype d, a, b[, c]: all ones (integers) or 1.0 (floats)
+        where the comparison holds, else 0; per half for f16x2/bf16x2."""
+        types = [m for m in inst.mods if m in _TYPES]
+        boolop = [m for m in unknown if m in ("and", "or", "xor")]
+        cmps = [m for m in unknown if m not in ("and", "or", "xor")]
+        if len(types) != 2 or len(cmps) != 1:
+            raise UnsupportedInstruction(inst, "set form")
+        dt, st = types
+        comb = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop[0]] if boolop else None
+        rc = self._reader(inst.operands[3], "pred", inst) if boolop else None
+        if st in _HALVES:
+            rt, f = self._half_compare(inst, cmps[0], st)
+            packed = st.endswith("x2")
+            one = {"f16": np.uint16(0x3C00), "bf16": np.uint16(0x3F80), "f16x2": np.uint16(0x3C00),
+                   "bf16x2": np.uint16(0x3F80)}.get(dt, np.uint16(0xFFFF))
+            dst_t = "b32" if packed else ("b16" if dt in _HALVES else dt)
+        else:
+            rt, f = st, self._compare(inst, cmps[0], st)
+            packed = False
+            one = {"f32": np.float32(1.0), "f16": np.uint16(0x3C00), "bf16": np.uint16(0x3F80)}.get(dt)
+            dst_t = "b16" if dt in ("f16", "bf16") else dt
+        ra, rb, write = self._reader(inst.operands[1], rt, inst), self._reader(inst.operands[2], rt, inst), self._writer(inst.operands[0], dst_t, inst)
+
+        def halfwise(a, b, c):
+            def one_half(x, y):
+                r = f(x, y)
+                r = comb(r, c) if comb is not None else r
+                return np.where(r, one, np.uint16(0)).astype(np.uint16)
+            return _per_half(one_half, packed)(a, b)
+
+        def run(w, b, mask):
+            with np.errstate(all="ignore"):
+                c = rc(w, b) if rc else None
+                if st in _HALVES:
+                    write(w, halfwise(ra(w, b), rb(w, b), c), mask)
+                    return
+                r = f(ra(w, b), rb(w, b))
+                if comb is not None:
+                    r = comb(r, c)
+                if one is None:  # integer result: all ones
+                    write(w, np.where(r, _DTYPE[dt](-1) if dt in _SIGNED else np.iinfo(_DTYPE[dt]).max, 0).astype(_DTYPE[dt]), mask)
+                else:
+                    write(w, np.where(r, one, type(one)(0)), mask)
+        return run
+
     def _op_setp(self, inst, index, unknown):
         t = self._t(inst)
-        if t in _NOT_NUMPY:
-            raise UnsupportedInstruction(inst, "type")
+        if t in _HALVES:
+            return self._setp_halves(inst, unknown, t)
         cmps = [m for m in unknown if m not in ("and", "or", "xor")]
         boolop = [m for m in unknown if m in ("and", "or", "xor")]
         if len(cmps) != 1:
@@ -1372,6 +1527,40 @@ class Interpreter:
             writers[0](w, r, mask)
             if len(writers) > 1:
                 writers[1](w, neg, mask)
+        return run
+
+    def _setp_halves(self, inst, unknown, t):
+        """setp of bf16 (as bits) and of f16x2/bf16x2: `setp.lt.f16x2 p|q, a, b` sets p from
+        the low halves and q from the high halves."""
+        cmps = [m for m in unknown if m not in ("and", "or", "xor")]
+        boolop = [m for m in unknown if m in ("and", "or", "xor")]
+        if len(cmps) != 1:
+            raise UnsupportedInstruction(inst, "comparison")
+        rt, f = self._half_compare(inst, cmps[0], t)
+        dst = inst.operands[0]
+        dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+        writers = [self._writer(d, "pred", inst) for d in dsts]
+        ra, rb = self._reader(inst.operands[1], rt, inst), self._reader(inst.operands[2], rt, inst)
+        rc = self._reader(inst.operands[3], "pred", inst) if boolop else None
+        comb = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop[0]] if boolop else None
+        packed = t.endswith("x2")
+
+        def run(w, b, mask):
+            a, bb = ra(w, b), rb(w, b)
+            with np.errstate(all="ignore"):
+                if packed:
+                    lo = f((a & np.uint32(0xFFFF)).astype(np.uint16), (bb & np.uint32(0xFFFF)).astype(np.uint16))
+                    hi = f((a >> np.uint32(16)).astype(np.uint16), (bb >> np.uint32(16)).astype(np.uint16))
+                    first, second = lo, hi
+                else:
+                    first = f(a, bb)
+                    second = ~first
+            if comb is not None:
+                c = rc(w, b)
+                first, second = comb(first, c), comb(second, c)
+            writers[0](w, first, mask)
+            if len(writers) > 1:
+                writers[1](w, second, mask)
         return run
 
     def _op_mov(self, inst, index, unknown):
@@ -1424,11 +1613,29 @@ class Interpreter:
         if st in ("f16x2", "bf16x2"):
             raise UnsupportedInstruction(inst, "type")
         if dt == "bf16" or st == "bf16":
-            if int_round or sat or (dt == "bf16" and st != "f32") or (st == "bf16" and dt != "f32"):
+            if sat or (dt == "bf16" and st == "bf16"):
                 raise UnsupportedInstruction(inst, "cvt form")
-            if dt == "bf16":
-                return self._simple(inst, "b16", (st,), lambda a: _to_bf16(a.astype(np.float64), 0.0, mode))
-            return self._simple(inst, "f32", ("b16",), _bf16_to_f32)
+            if dt == "bf16":  # from f32, f64, f16 or an integer: its exact value (<= 53 bits) rounded once
+                if int_round:
+                    raise UnsupportedInstruction(inst, "cvt form")
+                src = "b16" if st == "f16" else st
+                conv = (lambda a: a.view(np.float16).astype(np.float64)) if st == "f16" else (lambda a: a.astype(np.float64))
+                return self._simple(inst, "b16", (src,), lambda a: _to_bf16(conv(a), 0.0, mode))
+            if dt == "f32" and not int_round:
+                return self._simple(inst, "f32", ("b16",), _bf16_to_f32)
+            if dt == "f64" and not int_round:
+                return self._simple(inst, "f64", ("b16",), lambda a: _bf16_to_f32(a).astype(np.float64))
+            if dt == "f16" and not int_round:
+                return self._simple(inst, "f16", ("b16",), lambda a: _to_f16(_bf16_to_f32(a).astype(np.float64), 0.0, mode))
+            if dt in _FLOAT or dt in _HALVES:
+                raise UnsupportedInstruction(inst, "cvt form")
+            rnd = {"rni": np.rint, "rmi": np.floor, "rpi": np.ceil}.get(int_round[0] if int_round else "rzi", np.trunc)
+            info = np.iinfo(_DTYPE[dt])
+
+            def to_int(a):  # bf16 -> integer: rounded, saturated, NaN -> 0
+                v = rnd(_bf16_to_f32(a).astype(np.float64))
+                return np.clip(np.nan_to_num(v, nan=0.0), info.min, info.max).astype(_DTYPE[dt])
+            return self._simple(inst, dt, ("b16",), to_int)
         if dt in _FLOAT and st in _FLOAT:
             if int_round:  # round to an integral value in the source format
                 if dt != st:
@@ -1593,11 +1800,37 @@ class Interpreter:
 
     _op_exit = _op_ret
 
+    def _bar_red(self, inst, unknown):
+        """bar.red.popc.u32 d, 0, {!}c (__syncthreads_count) and bar.red.{and,or}.pred p, 0, {!}c
+        (__syncthreads_and/or): a barrier of the block, and the reduction of c over its lanes."""
+        ops = [m for m in unknown if m in ("popc", "and", "or")]
+        if len(ops) != 1 or len(inst.operands) not in (3, 4) or not (isinstance(inst.operands[1], Imm) and inst.operands[1].value == 0):
+            raise UnsupportedInstruction(inst, "bar.red form")
+        op = ops[0]
+        src = inst.operands[-1]
+        neg = isinstance(src, Reg) and src.name.startswith("!")
+        rc = self._reader(Reg(src.name.lstrip("!")) if neg else src, "pred", inst)
+        wd = self._writer(inst.operands[0], "u32" if op == "popc" else "pred", inst)
+
+        def red(w, b, mask):
+            c = rc(w, b)
+            c = (~c if neg else c) & mask
+            slots = b.slot
+            nslots = int(slots.max()) + 1 if len(slots) else 1
+            count = np.bincount(slots[mask], weights=c[mask], minlength=nslots)
+            members = np.bincount(slots[mask], minlength=nslots)
+            per_block = {"popc": count, "or": count > 0, "and": count == members}[op]
+            wd(w, per_block[slots].astype(np.uint32 if op == "popc" else bool), mask)
+            self.counters.barriers += _warp_count(np.nonzero(mask)[0])
+        return red
+
     def _op_bar(self, inst, index, unknown):
         if "warp" in inst.mods:
             return lambda w, b, mask: None
-        if "arrive" in unknown or "red" in unknown:
-            raise UnsupportedInstruction(inst, "bar.arrive / bar.red")
+        if "red" in unknown:
+            return self._bar_red(inst, unknown)
+        if "arrive" in unknown:
+            raise UnsupportedInstruction(inst, "bar.arrive")
         if len(inst.operands) > 1:
             raise UnsupportedInstruction(inst, "bar.sync with a thread count")
         if inst.operands and not (isinstance(inst.operands[0], Imm) and inst.operands[0].value == 0):
@@ -1615,6 +1848,47 @@ class Interpreter:
         return lambda w, b, mask: None
 
     _op_fence = _op_membar
+
+    def _op_trap(self, inst, index, unknown):
+        """__trap() (a failed check): decoded, and an error only if a lane executes it."""
+        def trap(w, b, mask):
+            if mask.any():
+                raise InterpreterError(f"line {inst.line}: {inst.text!r}: the kernel executed trap (__trap(), a failed check) "
+                                       "with the data the host left")
+        return trap
+
+    def _op_tex(self, inst, index, unknown):
+        """tex / tld4 (texture fetches and gathers through a texture object): the texture's
+        contents are not known here (CUDA arrays are made by runtime calls the recorder does not
+        model), so every fetched value is 0, and the fetch is counted as one instruction with no
+        memory traffic: the kernel's prediction is a lower bound that says so."""
+        dst = inst.operands[0]
+        dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+        types = [m for m in inst.mods if m in _TYPES]
+        if not types or len(inst.operands) < 2 or not isinstance(inst.operands[1], (Vec, Addr, Raw)):
+            raise UnsupportedInstruction(inst, "texture fetch form")
+        dt = types[0]
+        writers = [self._writer(d, dt, inst) for d in dsts if not (isinstance(d, Sym) and d.name == "_")]
+        self.missing.add("texture fetches' memory traffic (tex/tld4 read through a texture object: their values "
+                         "are read as 0)")
+        zeros = np.zeros(self.L, dtype=_DTYPE[dt])
+
+        def tex(w, b, mask):
+            for wr in writers:
+                wr(w, zeros, mask)
+        return tex
+
+    _op_tld4 = _op_tex
+
+    def _op_nanosleep(self, inst, index, unknown):  # __nanosleep: no work, no values (its time is not modelled)
+        return lambda w, b, mask: None
+
+    def _op_prefetch(self, inst, index, unknown):  # prefetch.global.L2 and friends: a hint, no values
+        return lambda w, b, mask: None
+
+    _op_prefetchu = _op_prefetch
+    _op_applypriority = _op_prefetch
+    _op_discard = _op_prefetch
 
     # warp-level ---------------------------------------------------------------
     def _op_shfl(self, inst, index, unknown):
@@ -1681,6 +1955,155 @@ class Interpreter:
             r = ~off.any(axis=1) if mode == "all" else on.any(axis=1) if mode == "any" else ~(on.any(axis=1) & off.any(axis=1))
             wd(w, np.repeat(r, WARP), mask)
         return vote
+
+    def _op_redux(self, inst, index, unknown):
+        """redux.sync.{add,min,max,and,or,xor}.{u32,s32,b32} d, a, membermask: the reduction over
+        the warp's active lanes (sm_80 __reduce_*_sync), given to each of them."""
+        ops = [m for m in unknown if m in ("add", "min", "max", "and", "or", "xor")]
+        t = self._t(inst)
+        if len(ops) != 1 or "sync" not in inst.mods or t not in ("u32", "s32", "b32"):
+            raise UnsupportedInstruction(inst, "redux form")
+        op = ops[0]
+        wd = self._writer(inst.operands[0], t, inst)
+        ra = self._reader(inst.operands[1], t, inst)
+        dtype = _DTYPE[t]
+
+        def redux(w, b, mask):
+            a = ra(w, b).astype(np.int64).reshape(-1, WARP)
+            on = mask.reshape(-1, WARP)
+            if op == "add":
+                r = np.where(on, a, 0).sum(axis=1)
+            elif op in ("min", "max"):
+                big = np.iinfo(np.int64).max
+                r = (np.where(on, a, big).min(axis=1) if op == "min" else np.where(on, a, -big).max(axis=1))
+            else:
+                fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+                start = -1 if op == "and" else 0
+                r = fn.reduce(np.where(on, a, start), axis=1)
+            wd(w, np.repeat((r & 0xFFFFFFFF).astype(np.uint32), WARP).view(dtype), mask)
+        return redux
+
+    def _op_match(self, inst, index, unknown):
+        """match.any.sync.b32/b64 d, a, membermask: the lanes of the warp (active ones) holding
+        the same a; match.all.sync d[|p], a, membermask: all of them if every one holds the same
+        a (p true), else 0 (p false)."""
+        modes = [m for m in unknown if m in ("any", "all")]
+        t = self._t(inst)
+        if len(modes) != 1 or "sync" not in inst.mods or t not in ("b32", "b64"):
+            raise UnsupportedInstruction(inst, "match form")
+        dst = inst.operands[0]
+        dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+        wd = self._writer(dsts[0], "b32", inst)
+        wp = self._writer(dsts[1], "pred", inst) if len(dsts) > 1 else None
+        ra = self._reader(inst.operands[1], t, inst)
+        weights = np.uint64(1) << np.arange(WARP, dtype=np.uint64)
+
+        def match(w, b, mask):
+            a = ra(w, b).astype(np.uint64).reshape(-1, WARP)
+            on = mask.reshape(-1, WARP)
+            same = (a[:, :, None] == a[:, None, :]) & on[:, None, :] & on[:, :, None]  # [warp, lane, other lane]
+            lanes = (same * weights).sum(axis=2).astype(np.uint32)
+            if modes[0] == "any":
+                wd(w, lanes.reshape(-1), mask)
+                return
+            active = (on * weights).sum(axis=1).astype(np.uint32)
+            uniform = ((lanes == active[:, None]) | ~on).all(axis=1)
+            wd(w, np.where(uniform[:, None], lanes, 0).astype(np.uint32).reshape(-1), mask)
+            if wp is not None:
+                wp(w, np.repeat(uniform, WARP), mask)
+        return match
+
+    def _op_mbarrier(self, inst, index, unknown):
+        """mbarrier (cuda::barrier, cuda::pipeline): init, arrive[_drop] (count), test_wait /
+        try_wait (a state, or .parity), inval. The 8 bytes in shared memory hold the pending
+        count (low word) and the phase (bit 31 of the high word) over the expected count; an
+        arrival that completes the phase flips it and restores the count. Lanes arrive in lane
+        order; a wait is true once the phase its state was taken in has completed."""
+        kinds = [m for m in unknown if m in ("init", "arrive", "arrive_drop", "test_wait", "try_wait", "inval")]
+        bad = [m for m in unknown if m in ("expect_tx", "complete_tx", "pending_count")]
+        space = "shared" if any(m.startswith("shared") for m in inst.mods) else "generic"
+        if len(kinds) != 1 or bad:
+            raise UnsupportedInstruction(inst, "mbarrier form (transaction counts of TMA are not interpreted)")
+        kind = kinds[0]
+        if kind == "inval":
+            return lambda w, b, mask: None
+        ops = inst.operands
+        at = ops[0] if kind == "init" else ops[1]
+        addr = self._address(at, space, inst)
+        parity = "parity" in inst.mods
+
+        def slots(w, b, lanes):
+            a = addr(w, b)[lanes]
+            if space == "generic":
+                a = a - np.uint64(SHARED_WINDOW)
+            return self._shared_offsets(b, a, lanes, 8, inst).astype(np.int64)
+
+        def state(b, off):
+            word = b.shared[off:off + 8].view(np.uint32)
+            return int(word[0]), int(word[1]) & 0x7FFFFFFF, int(word[1]) >> 31
+
+        def put(b, off, pending, expected, phase):
+            b.shared[off:off + 8] = np.array([pending, (phase << 31) | expected], np.uint32).view(np.uint8)
+
+        if kind == "init":
+            rc = self._reader(ops[1], "u32", inst)
+
+            def init(w, b, mask):
+                lanes = np.nonzero(mask)[0]
+                counts = rc(w, b)
+                for lane, off in zip(lanes.tolist(), slots(w, b, lanes).tolist()):
+                    put(b, off, int(counts[lane]), int(counts[lane]), 0)
+            return init
+        if kind in ("arrive", "arrive_drop"):
+            wd = self._writer(ops[0], "b64", inst) if not (isinstance(ops[0], Sym) and ops[0].name == "_") else None
+            rc = self._reader(ops[2], "u32", inst) if len(ops) > 2 else None
+
+            def arrive(w, b, mask):
+                lanes = np.nonzero(mask)[0]
+                counts = rc(w, b) if rc else None
+                tokens = np.zeros(self.L, np.uint64)
+                for lane, off in zip(lanes.tolist(), slots(w, b, lanes).tolist()):
+                    pending, expected, phase = state(b, off)
+                    tokens[lane] = phase
+                    pending -= int(counts[lane]) if counts is not None else 1
+                    if kind == "arrive_drop":
+                        expected -= 1
+                    if pending <= 0:
+                        phase, pending = phase ^ 1, expected
+                    put(b, off, pending, expected, phase)
+                if wd:
+                    wd(w, tokens, mask)
+            return arrive
+        wp = self._writer(ops[0], "pred", inst)
+        rt = self._reader(ops[2], "u32" if parity else "b64", inst)
+
+        def wait(w, b, mask):
+            lanes = np.nonzero(mask)[0]
+            token = rt(w, b).astype(np.uint64)
+            done = np.zeros(self.L, bool)
+            for lane, off in zip(lanes.tolist(), slots(w, b, lanes).tolist()):
+                done[lane] = state(b, off)[2] != (int(token[lane]) & 1)
+            wp(w, done, mask)
+        return wait
+
+    def _op_vabsdiff4(self, inst, index, unknown):
+        """vabsdiff4.u32.u32.u32{.add} d, a, b, c: |a - b| of each byte (unsigned), summed with c
+        (.add, the sum of absolute differences of __vsadu4), or per byte into d (no .add: c's
+        bytes are not merged, the form needs the mask operand)."""
+        types = [m for m in inst.mods if m in _TYPES]
+        rest = [m for m in unknown if m != "add"]
+        if types != ["u32", "u32", "u32"] or rest or len(inst.operands) != 4:
+            raise UnsupportedInstruction(inst, "vabsdiff4 form (unsigned bytes, .add or none)")
+        add = "add" in unknown
+
+        def fn(a, b, c):
+            x = a.astype(np.uint32).view(np.uint8).reshape(-1, 4).astype(np.int32)
+            y = b.astype(np.uint32).view(np.uint8).reshape(-1, 4).astype(np.int32)
+            d = np.abs(x - y)
+            if add:
+                return (d.sum(axis=1).astype(np.uint32) + c).astype(np.uint32)
+            return d.astype(np.uint8).reshape(-1).view(np.uint32).copy()
+        return self._simple(inst, "u32", ("u32", "u32", "u32"), fn)
 
     def _op_activemask(self, inst, index, unknown):
         wd = self._writer(inst.operands[0], "b32", inst)
@@ -1817,7 +2240,8 @@ class Interpreter:
         addr = self._address(addr_op, space, inst)
         stride = self._reader(stride_op, "u32", inst) if stride_op is not None else (lambda w, b: np.full(self.L, 16, dtype=np.uint32))
         regs = ops[0] if frag != "d" else ops[1]
-        if not isinstance(regs, Vec) or len(regs.items) != 8:
+        # 8 registers, or 4 for bf16 a/b fragments (f16 ones hold each pair twice)
+        if not isinstance(regs, Vec) or len(regs.items) not in ((4, 8) if frag in ("a", "b") else (8,)):
             raise UnsupportedInstruction(inst, "wmma fragment registers")
         return addr, stride, list(regs.items)
 
@@ -1921,7 +2345,8 @@ class Interpreter:
         if dt != "f32" or ct != "f32" or at not in ("f16", "bf16"):
             raise UnsupportedInstruction(inst, "wmma.mma types (f32 accumulators, f16/bf16 inputs only)")
         ops = inst.operands
-        if len(ops) != 4 or not all(isinstance(o, Vec) and len(o.items) == 8 for o in ops):
+        if len(ops) != 4 or not all(isinstance(o, Vec) and len(o.items) in ((4, 8) if i in (1, 2) else (8,))
+                                    for i, o in enumerate(ops)):
             raise UnsupportedInstruction(inst, "operands")
         writers = [self._writer(o, "f32", inst) for o in ops[0].items]
         ra = [self._reader(o, "b32", inst) for o in ops[1].items[:4]]  # registers 4..7 repeat 0..3
@@ -1980,10 +2405,12 @@ class Interpreter:
         sym = op.base.name
         if space == "param":
             try:
-                p = self.kernel.param(sym)
+                at = self.kernel.param(sym).offset
             except KeyError:
-                raise UnsupportedInstruction(inst, f"unknown parameter {sym}") from None
-            arr = np.full(self.L, p.offset + op.offset, dtype=np.uint64)
+                if sym not in self._call_params:
+                    raise UnsupportedInstruction(inst, f"unknown parameter {sym}") from None
+                at = self._call_params[sym]
+            arr = np.full(self.L, at + op.offset, dtype=np.uint64)
             return lambda w, b: arr
         if sym in self.symbols:
             base = self.symbols[sym] + (SHARED_WINDOW if space == "generic" else 0)
@@ -2022,6 +2449,14 @@ class Interpreter:
         if space == "global":
             data = self.memory.read(addrs, size, inst)
             self._count_global(c, "load_l2" if _L1_BYPASS.intersection(inst.mods) else "load", b, addrs, size, lanes)
+            if self._workspace and size == 4:  # grid.sync()'s wait: the barrier word has flipped for this lane
+                spin = (addrs >= self._workspace[0]) & (addrs < self._workspace[1])
+                if spin.any():
+                    arrived = w.grid_arrived
+                    old = arrived[lanes[spin]] if arrived is not None and len(arrived) == self.L else np.zeros(int(spin.sum()), np.uint64)
+                    flipped = (old.astype(np.uint32) ^ np.uint32(0x80000000)).view(np.uint8).reshape(-1, 4)
+                    data = data.copy()
+                    data[spin] = flipped
         elif space == "shared":
             data = _flat_read(b.shared, self._shared_offsets(b, addrs, lanes, size, inst), size, "shared", inst)
             wf, ideal = self._wavefronts(addrs, size, lanes)
@@ -2119,6 +2554,9 @@ class Interpreter:
 
     def _op_st(self, inst, index, unknown):
         space, n, t = self._mem_form(inst, unknown)
+        target = inst.operands[0]
+        if space == "param" and isinstance(target, Addr) and isinstance(target.base, Sym) and target.base.name in self._call_params:
+            return lambda w, b, mask: None  # an argument of a call that does nothing
         if space in ("const", "param"):
             raise UnsupportedInstruction(inst, f"{space} state space")
         size = max(1, _bits(t) // 8)
@@ -2163,10 +2601,24 @@ class Interpreter:
         space, n, t = self._mem_form(inst, unknown, extra=(aop,))
         if n != 1 or space not in ("global", "shared", "generic"):
             raise UnsupportedInstruction(inst, "atomic form")
-        if t in ("f16", "bf16", "f16x2", "bf16x2"):
+        if t in ("f16", "bf16", "f16x2", "bf16x2") and aop != "add":
             raise UnsupportedInstruction(inst, "atomic type")
         size = _bits(t) // 8
         dtype = _DTYPE[t]
+        if t in _HALVES:  # atomicAdd of __half, __nv_bfloat16 and their pairs: each half rounded to nearest
+            half, packed = t.removesuffix("x2"), t.endswith("x2")
+
+            def add_bits(a, bb):  # uint16 bits -> uint16 bits
+                s, e = _two_sum(_half_f64(a, half), _half_f64(bb, half))
+                return _to_bf16(s, e, "rn") if half == "bf16" else _to_f16(s, e, "rn").view(np.uint16)
+
+            halves_add = _per_half(add_bits, packed)
+            bits_type = np.uint32 if packed else np.uint16
+
+            def add_halves(old, v):
+                o = np.array([old], dtype=dtype).view(bits_type)
+                w = np.array([v], dtype=dtype).view(bits_type)
+                return halves_add(o, w).astype(bits_type).view(dtype)[0]
         operands = inst.operands if reduction else inst.operands[1:]
         dst = None if reduction else self._writer(inst.operands[0], t, inst)
         addr = self._address(operands[0], space, inst)
@@ -2176,7 +2628,7 @@ class Interpreter:
 
         def apply(old, v, cmp):
             if aop == "add":
-                return old + v
+                return add_halves(old, v) if t in _HALVES else old + v
             if aop == "min":
                 return min(old, v)
             if aop == "max":
@@ -2229,6 +2681,10 @@ class Interpreter:
                         with np.errstate(all="ignore"):
                             new = dtype(apply(old, bv[lane], None))
                     data = np.array([new], dtype=dtype).view(np.uint8).reshape(1, size)
+                    if sp == "global" and self._workspace and self._workspace[0] <= ad < self._workspace[1]:
+                        if w.grid_arrived is None or len(w.grid_arrived) != self.L:
+                            w.grid_arrived = np.zeros(self.L, np.uint64)
+                        w.grid_arrived[lane] = int(old)  # what this lane's spin compares with (see _load_bytes)
                     if sp == "global":
                         self.memory.write(one, data, inst)
                     else:
@@ -2329,7 +2785,10 @@ class Interpreter:
                     raise InterpreterError(f"{self.kernel.name}: execution ran past the last instruction")
                 steps += 1
                 if steps > limit:
-                    raise InterpreterError(f"{self.kernel.name}: more than {limit} instructions in one warp (endless loop?)")
+                    raise InterpreterError(f"line {insts[p].line}: {insts[p].text!r}: more than {limit:,} instructions in one "
+                                           "warp: too long to interpret, or a loop that does not end with the data the host "
+                                           "left (one that waits for another block, or for data a kernel or library would "
+                                           "have written on the GPU)")
                 inst = insts[p]
                 if inst.guard is not None:
                     g = w.regs[inst.guard]
@@ -2483,6 +2942,7 @@ def count_work(kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray]
     out["footprint"] = {kind: f.sectors() for kind, f in interp.counters.footprint.items()}  # per sampled block
     out["buffer_bytes"] = [len(b) for b in interp.memory.buffers]
     out["approximations"] = sorted(interp.approximations)
+    out["missing"] = sorted(interp.missing)  # work not counted: the prediction is a lower bound
     if warps:
         out["approximations"].append(f"{len(warps)} of {interp.nwarps} warps per block interpreted (no barrier, no shared memory)")
     return out

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keet import toolchain
 from keet.errors import KeetError
 from keet.sandbox import (
     Isolation,
@@ -50,13 +52,23 @@ from keet.sandbox import (
 )
 from perfmodel.hardware import gpu
 from perfmodel.static.compile import (
+    BuildOptions,
     Compiled,
     CompileError,
     arch_for,
+    base_flags,
     compile_cu,
+    compile_problem,
     entry_params,
-    find_nvcc,
     first_error,
+    include_flags,
+)
+from perfmodel.static.libraries import (
+    OPENMP,
+    is_runtime_function,
+    launches_kernels,
+    library_of_symbol,
+    stub_source,
 )
 
 RECORDER_SRC = Path(__file__).resolve().parent / "recorder" / "recorder.cpp"
@@ -156,14 +168,35 @@ class Launch:
         return (self.kernel, self.grid, self.block, self.dynamic_shared_bytes, tuple(a.raw for a in self.args))
 
 
+@dataclass
+class LibraryCall:
+    """Calls of one CUDA library function (cuBLAS, cuDNN, ...) the program made: its kernels
+    are the library's, not in the program's PTX, so they are listed, not predicted."""
+
+    library: str
+    name: str
+    count: int = 1
+    seq: int = 0  # position of the first call among the program's launches and calls
+
+    @property
+    def launches_kernels(self) -> bool:
+        """A call that does the library's work on the GPU (not a handle, plan or descriptor set-up)."""
+        return launches_kernels(self.library, self.name)
+
+
 class Launches(list):
     """The list of launches, with how the program ended: ``exit_status`` (None: killed at the
     timeout), ``completed`` (it reached exit() or the end of main; False after an abort or a
-    crash) and ``output`` (the tail of its stdout and stderr)."""
+    crash), ``output`` (the tail of its stdout and stderr) and ``library_calls`` (calls into
+    CUDA libraries, one entry per function, in the order of their first call)."""
 
-    exit_status: int | None = None
-    completed: bool = False
-    output: str = ""
+    def __init__(self, launches=()):
+        super().__init__(launches)
+        self.exit_status: int | None = None
+        self.completed = False
+        self.output = ""
+        self.library_calls: list[LibraryCall] = []
+        self.runtime_stubs: dict[str, int] = {}  # CUDA runtime functions called that the recorder does not model -> calls
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +204,7 @@ class Launches(list):
 # ---------------------------------------------------------------------------------------------
 def cuda_include(nvcc: str) -> Path:
     top = Path(nvcc).resolve().parent.parent
-    for cand in (top / "include", top / "targets" / "x86_64-linux" / "include", Path("/usr/local/cuda/include")):
+    for cand in (*toolchain.toolkit(nvcc).include_dirs(), top / "include", top / "targets" / "x86_64-linux" / "include", Path("/usr/local/cuda/include")):
         if (cand / "cuda_runtime_api.h").is_file():
             return cand
     raise DiscoveryError(f"cuda_runtime_api.h not found next to {nvcc} (pip install nvidia-cuda-runtime)")
@@ -216,28 +249,84 @@ def recorder_object(nvcc: str, timeout: float = 120.0) -> Path:
     raise DiscoveryError("no writable cache folder for the launch recorder")
 
 
-def build_program(cu_path: Path, gpu_id: str, out: Path, timeout: float = 300.0) -> Path:
-    """The program's host code linked against the recorder (device code embedded as PTX only)."""
-    nvcc = find_nvcc()
+_UNDEFINED = re.compile(r"undefined (?:reference to|symbol:?)\s*[`'\u2018\"]?(.+?)[`'\u2019\"]?\s*$")
+
+
+def undefined_symbols(log: str) -> list[str]:
+    """The symbols a linker log says are undefined (GNU ld, gold and lld wordings), in order."""
+    found: dict[str, None] = {}
+    for line in log.splitlines():
+        m = _UNDEFINED.search(line.strip())
+        if m:
+            found.setdefault(m.group(1).strip(" `'\u2018\u2019\""))
+    return list(found)
+
+
+def _link_problem(cu_path: Path, missing: list[str]) -> DiscoveryError:
+    """One line for symbols that neither the recorder nor the library stubs define."""
+    if "main" in missing:
+        return DiscoveryError(f"{cu_path}: no main() to discover launches from; give the launch with --kernel/--grid/--block")
+    runtime = [m for m in missing if m.startswith("__cuda")]
+    driver = [m for m in missing if re.match(r"^cu[A-Z]\w*$", m)]
+    other = [m for m in missing if m not in runtime and m not in driver]
+    if runtime:
+        what = f"uses CUDA runtime entry points the launch recorder lacks: {', '.join(runtime[:6])}"
+    elif driver:
+        what = f"uses the CUDA driver API ({', '.join(driver[:6])}), which the launch recorder does not provide"
+    else:
+        what = (f"refers to functions defined nowhere in this file: {', '.join(other[:6])} (perfmodel builds the one .cu "
+                "file it is given: a program of several files needs them in one)")
+    return DiscoveryError(f"{cu_path}: {what}; give the launch with --kernel/--grid/--block instead")
+
+
+def build_program(cu_path: Path, gpu_id: str, out: Path, timeout: float = 300.0, options: BuildOptions | None = None) -> Path:
+    """The program's host code linked against the recorder (device code embedded as PTX only).
+    Calls into CUDA libraries (perfmodel/static/libraries.py) link against recording stubs made
+    for exactly the functions the program references."""
+    tk = toolchain.toolkit()
+    nvcc = tk.nvcc
     recorder = recorder_object(nvcc)
+    cxx = host_compiler()
     virt = arch_for(gpu_id).replace("sm_", "compute_")
-    cmd = [nvcc, "-O2", "-std=c++17", f"-gencode=arch={virt},code={virt}", "-cudart", "none", "-ccbin", host_compiler(),
-           "-I", str(cu_path.resolve().parent), "-o", str(out), str(cu_path.resolve()), str(recorder)]
-    try:
-        p = subprocess.run(cmd, check=False, cwd=out.parent, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise CompileError(f"{cu_path}: nvcc took longer than {timeout:g} s") from None
+    obj = out.with_suffix(".o")
+    cmd = [nvcc, *["-O2" if f == "-O3" else f for f in base_flags(options) if f != "-lineinfo"],
+           f"-gencode=arch={virt},code={virt}", "-ccbin", cxx, *include_flags(cu_path, options, tk),
+           "-c", "-o", str(obj), str(cu_path.resolve())]
+    _run_build(cmd, cu_path, out.parent, timeout, tk=tk)
+    link = [nvcc, "-cudart", "none", "-ccbin", cxx, "-o", str(out), str(obj), str(recorder)]
+    p = _run_build(link, cu_path, out.parent, timeout, check=False)
     if p.returncode != 0:
         log = p.stderr + p.stdout
-        if "undefined reference to" in log:
-            missing = sorted({ln.split("undefined reference to")[1].strip(" `'\u2018\u2019") for ln in log.splitlines()
-                              if "undefined reference to" in ln})
-            if "main" in missing:
-                raise DiscoveryError(f"{cu_path}: no main() to discover launches from; give the launch with --kernel/--grid/--block")
-            raise DiscoveryError(f"{cu_path}: uses CUDA runtime functions the launch recorder lacks: {', '.join(missing[:6])}"
-                                 " (give the launch with --kernel/--grid/--block instead)")
-        raise CompileError(first_error(log, cu_path))
+        missing = undefined_symbols(log)
+        if not missing:
+            raise CompileError(first_error(log, cu_path))
+        calls = [m for m in missing if library_of_symbol(m)]
+        runtime = [m for m in missing if is_runtime_function(m)]
+        openmp = [m for m in missing if m in OPENMP]
+        if len(calls) + len(runtime) + len(openmp) < len(missing):
+            raise _link_problem(cu_path, [m for m in missing if m not in calls and m not in runtime and m not in openmp])
+        stubs = out.parent / "library_stubs.cpp"
+        stubs.write_text(stub_source(calls, runtime, openmp))
+        _run_build([cxx, "-O0", "-fPIC", "-c", "-o", str(stubs.with_suffix(".o")), str(stubs)], cu_path, out.parent, timeout)
+        p = _run_build([*link, str(stubs.with_suffix(".o"))], cu_path, out.parent, timeout, check=False)
+        if p.returncode != 0:
+            log = p.stderr + p.stdout
+            missing = undefined_symbols(log)
+            raise _link_problem(cu_path, missing) if missing else CompileError(first_error(log, cu_path))
     return out
+
+
+def _run_build(cmd: list[str], cu_path: Path, cwd: Path, timeout: float, check: bool = True,
+               tk: toolchain.Toolkit | None = None) -> subprocess.CompletedProcess:
+    try:
+        p = subprocess.run(cmd, check=False, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"{cu_path}: {Path(cmd[0]).name} took longer than {timeout:g} s") from None
+    except OSError as exc:
+        raise DiscoveryError(f"{cu_path}: cannot run {cmd[0]}: {exc.strerror or exc}") from None
+    if check and p.returncode != 0:
+        raise CompileError(compile_problem(p.stderr + p.stdout, cu_path, tk))
+    return p
 
 
 def spec_text(compiled: Compiled, gpu_id: str) -> str:
@@ -304,21 +393,38 @@ def _host_run_mode(cu_path: Path, host_sandbox: str) -> bool:
     return False
 
 
-def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object, cap: int = SNAPSHOT_CAP_BYTES) -> tuple[list[Launch], bool]:
-    """The recorder's JSON lines -> launches (all of them, in order) and whether the program reached exit.
+def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object, cap: int = SNAPSHOT_CAP_BYTES,
+                 library_calls: list[LibraryCall] | None = None,
+                 runtime_stubs: dict[str, int] | None = None) -> tuple[list[Launch], bool]:
+    """The recorder's JSON lines -> launches (all of them, in order) and whether the program reached exit;
+    calls into CUDA libraries are appended to ``library_calls`` (merged by function) when given.
     The program wrote the file: it is read only as a regular file of at most ``cap`` bytes."""
     data = read_left_file(path, cap)
     text = data.decode(errors="replace") if data is not None else ""
     launches: list[Launch] = []
     exited = False
     snapshots: dict[tuple, Buffer] = {}
+    calls: dict[tuple[str, str], LibraryCall] = {}
     for line in text.splitlines():
         try:
             ev = json.loads(line)
         except json.JSONDecodeError:  # a line cut short by a crash
             continue
+        if not isinstance(ev, dict):
+            continue
         if ev.get("ev") == "exit":
             exited = True
+        if ev.get("ev") == "runtime_stub" and isinstance(ev.get("name"), str):
+            if runtime_stubs is not None:
+                runtime_stubs[ev["name"]] = runtime_stubs.get(ev["name"], 0) + 1
+            continue
+        if ev.get("ev") == "library" and isinstance(ev.get("name"), str) and isinstance(ev.get("library"), str):
+            key = (ev["library"], ev["name"])
+            if key in calls:
+                calls[key].count += 1
+            else:
+                calls[key] = LibraryCall(library=ev["library"], name=ev["name"], seq=int(ev.get("seq", 0)))
+            continue
         if ev.get("ev") != "launch" or not ev.get("kernel"):
             continue
         names = [p.name for p in params.get(ev["kernel"], [])]
@@ -338,7 +444,20 @@ def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object
         launches.append(Launch(kernel=ev["kernel"], name=ev.get("demangled", ev["kernel"]), grid=tuple(ev["grid"]),
                                block=tuple(ev["block"]), dynamic_shared_bytes=ev.get("smem", 0), args=args, buffers=buffers,
                                stream=ev.get("stream", 0), seq=ev["seq"], error=ev.get("error")))
+    if library_calls is not None:
+        library_calls.extend(calls.values())
     return launches, exited
+
+
+def _signal_name(status: int) -> str | None:
+    """The signal that ended a program, from its exit status (-N, or 128 + N from a shell)."""
+    import signal
+
+    number = -status if status < 0 else status - 128 if 128 < status < 160 else None
+    try:
+        return f"killed by {signal.Signals(number).name}" if number else None
+    except ValueError:
+        return None
 
 
 def merge_identical(launches: list[Launch], by: str = "args") -> list[Launch]:
@@ -358,7 +477,7 @@ def merge_identical(launches: list[Launch], by: str = "args") -> list[Launch]:
 def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | None = None, argv: list[str] | tuple[str, ...] = (),
                       workdir: str | Path | None = None, unique: bool | str = True, timeout: float = TIMEOUT_S,
                       memory_bytes: int = MEMORY_LIMIT_BYTES, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES,
-                      program: Path | None = None, host_sandbox: str = "auto") -> Launches:
+                      program: Path | None = None, host_sandbox: str = "auto", options: BuildOptions | None = None) -> Launches:
     """The kernel launches of the self-contained program CU_PATH, recorded with no GPU for GPU_ID.
 
     compiled: the program compiled for GPU_ID (compile_cu), to reuse its PTX; argv: the
@@ -366,19 +485,19 @@ def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | 
     removed once no returned Buffer refers to it); unique: True or "args" merges identical
     launches, "config" merges launches of the same kernel and configuration whatever their
     arguments, False returns every launch; program: the program already built by build_program;
-    host_sandbox: "auto", "require" or "off" (module docstring)."""
+    host_sandbox: "auto", "require" or "off" (module docstring); options: the program's
+    build options (-I, -D, -std, --include). A program that makes no launch but calls CUDA
+    libraries returns no launch and its ``library_calls``."""
     if unique not in (True, False, "args", "config"):
         raise ValueError(f"unique must be True, False, 'args' or 'config', not {unique!r}")
     cu_path = Path(cu_path)
     if not cu_path.is_file():
         raise KeetError(f"{cu_path}: no such file")
     sandboxed = _host_run_mode(cu_path, host_sandbox)
-    compiled = compiled or compile_cu(cu_path, gpu_id)
+    compiled = compiled or compile_cu(cu_path, gpu_id, options=options)
     if compiled.arch != arch_for(gpu_id):
         raise KeetError(f"{cu_path}: compiled for {compiled.arch}, not for {gpu_id} ({arch_for(gpu_id)})")
-    params = entry_params(compiled.ptx)
-    if not params:
-        raise DiscoveryError(f"{cu_path}: no __global__ kernel in this file")
+    params = entry_params(compiled.ptx)  # none: the program may still call CUDA libraries
     keep: object = None
     if workdir is None:
         keep = tempfile.TemporaryDirectory(prefix="perfmodel-launches-")
@@ -388,7 +507,7 @@ def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | 
         folder.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix="perfmodel-build-"))
     try:
-        exe = program or build_program(cu_path, gpu_id, build / "program")
+        exe = program or build_program(cu_path, gpu_id, build / "program", options=options)
         spec = build / "kernels.spec"
         spec.write_text(spec_text(compiled, gpu_id))
         folder = Path(os.path.abspath(folder))
@@ -403,14 +522,26 @@ def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | 
     finally:
         shutil.rmtree(build, ignore_errors=True)
     record_cap = snapshot_cap_bytes + RECORD_MARGIN_BYTES
-    launches, completed = parse_record(record, params, folder, keep, record_cap) if record.is_file() else ([], False)
-    if not launches:
+    calls: list[LibraryCall] = []
+    stubs: dict[str, int] = {}
+    launches, completed = parse_record(record, params, folder, keep, record_cap, calls, stubs) if record.is_file() else ([], False)
+    if not launches and not any(call.launches_kernels for call in calls):  # set-up calls only: nothing ran on the GPU
+        if not params and not calls:
+            raise DiscoveryError(f"{cu_path}: no __global__ kernel in this file")
         if status is None:
             why = f"ran longer than {timeout:g} s before its first launch"
         else:
             last = [ln for ln in tail.splitlines() if ln.strip()]
-            why = f"launched no kernel (exit status {status}{': ' + last[-1][:200] if last else ''})"
+            signal = _signal_name(status)
+            why = f"launched no kernel (exit status {status}{f', {signal}' if signal else ''}{': ' + last[-1][:200] if last else ''})"
+        if stubs:
+            why += (f" after CUDA runtime calls the launch recorder does not model and did as nothing "
+                    f"({', '.join(sorted(stubs)[:6])})")
+        elif status:
+            why += ("; it runs in an empty scratch folder, where input files it opens by relative path are not, and "
+                    "kernels never run, so results it checks are wrong")
         raise DiscoveryError(f"{cu_path}: {why}; give the launch with --kernel/--grid/--block")
     result = Launches(merge_identical(launches, "config" if unique == "config" else "args") if unique else launches)
     result.exit_status, result.completed, result.output = status, completed, tail
+    result.library_calls, result.runtime_stubs = calls, stubs
     return result

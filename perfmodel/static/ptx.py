@@ -140,7 +140,8 @@ class Module:
 
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_REG_DECL = re.compile(r"^\.reg\s+\.(\w+)\s+(.+)$")
+_REG_DECL = re.compile(r"^\.reg\s*\.(\w+)\s+(.+)$")
+_IDENT = re.compile(r"(?<![\w$.%])([A-Za-z_$][\w$]*)(?![\w$])")
 _ARRAY = re.compile(r"^(%?[\w$.]+)<(\d+)>$")
 _VAR_DECL = re.compile(r"^(\.extern\s+)?\.(shared|local)\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$.]+)(?:\[(\d*)\])?(?:\s*=.*)?$", re.DOTALL)
 _PARAM = re.compile(r"^\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr\s+(?:\.\w+\s+(?:\d+\s+)?)*)?([\w$.]+)(?:\[(\d+)\])?$")
@@ -210,7 +211,7 @@ def _split_commas(text: str) -> list[str]:
 def _parse_instruction(stmt: str, line: int) -> Instruction:
     text = stmt.strip()
     guard, neg = None, False
-    m = re.match(r"^@(!?)(%[\w.]+)\s+(.*)$", text, re.DOTALL)
+    m = re.match(r"^@(!?)(%[\w.$]+)\s+(.*)$", text, re.DOTALL)
     if m:
         neg, guard, text = m.group(1) == "!", m.group(2), m.group(3)
     parts = text.split(None, 1)
@@ -237,7 +238,9 @@ def _statements(body: str, first_line: int):
             line += 1
             if cur and "".join(cur).lstrip().startswith((".loc", ".file")):  # line directives have no ';'
                 cur, cur_line = [], None
-        if ch in "{}" and not "".join(cur).strip():
+        if ch in "{}" and not "".join(cur).strip():  # a scope opens or closes (inline asm blocks declare registers in them)
+            yield ch, line
+            cur, cur_line = [], None
             i += 1
             continue
         if ch == ";":
@@ -250,7 +253,7 @@ def _statements(body: str, first_line: int):
                 cur_line = line
             cur.append(ch)
             stmt = "".join(cur).strip()
-            if ch == ":" and re.match(r"^[\w$.]+:$", stmt):
+            if ch == ":" and re.match(r"^[\w$.]+:$", stmt) and body[i + 1:i + 2] != ":":  # a label, not shared::cta
                 yield stmt, cur_line
                 cur, cur_line = [], None
         i += 1
@@ -353,6 +356,8 @@ def _initial_bytes(init: str | None, typ: str, size: int) -> bytes:
     elem = max(1, TYPE_BITS.get(typ, 8) // 8)
     for i, item in enumerate(items[: size // elem]):
         op = parse_operand(item)
+        if isinstance(op, Sym) or (isinstance(op, Raw) and re.match(r"^generic\([\w$.]+\)(\s*\+\s*\d+)?$", item.strip())):
+            continue  # the address of a function or variable (a vtable): left 0, the interpreter has no such addresses
         if not isinstance(op, Imm):
             raise PTXParseError(f"initializer {item!r} of a {typ} variable")
         if op.is_float and typ in ("f32", "f64"):
@@ -381,6 +386,30 @@ def _layout_shared(shared: list[SharedVar]) -> None:
             v.offset = (offset + al - 1) // al * al
 
 
+def _scoped_names(stmt: str, scopes: list[dict[str, str]]) -> str:
+    """STMT with the registers of the enclosing scopes renamed (innermost declaration wins);
+    opcodes, modifiers and labels are left alone."""
+    def rename(token: str) -> str:
+        for scope in reversed(scopes):
+            if token in scope:
+                return scope[token]
+        return token
+
+    def names(text: str) -> str:
+        text = re.sub(r"%[\w$]+", lambda m: rename(m.group(0)), text)
+        return _IDENT.sub(lambda m: rename(m.group(1)), text)
+
+    text = stmt.strip()
+    if text.startswith(".reg"):
+        return text
+    guard = ""
+    m = re.match(r"^@(!?)(\S+)\s+(.*)$", text, re.DOTALL)
+    if m:
+        guard, text = f"@{m.group(1)}{rename(m.group(2))} ", m.group(3)
+    head, *rest = text.split(None, 1)
+    return f"{guard}{head} {names(rest[0])}" if rest else guard + head
+
+
 def _parse_body(name: str, params: list[Param], body: str, first_line: int, is_entry: bool) -> Kernel:
     regs: dict[str, str] = {}
     shared: list[SharedVar] = []
@@ -388,7 +417,21 @@ def _parse_body(name: str, params: list[Param], body: str, first_line: int, is_e
     instructions: list[Instruction] = []
     labels: dict[str, int] = {}
     offset = 0
+    # registers declared inside { } scopes (inline asm: `{ .reg .b32 f, C; ... }`, names without
+    # %, reused by sibling scopes with other types) get a name of their own: %name$scope<N>
+    scopes: list[dict[str, str]] = []
+    opened = 0
     for stmt, line in _statements(body, first_line):
+        if stmt == "{":
+            opened += 1
+            scopes.append({})
+            continue
+        if stmt == "}":
+            if scopes:
+                scopes.pop()
+            continue
+        if scopes and any(scopes):
+            stmt = _scoped_names(stmt, scopes)
         flat = " ".join(stmt.split())
         if flat.endswith(":") and re.match(r"^[\w$.]+:$", flat):
             labels[flat[:-1]] = len(instructions)
@@ -400,11 +443,12 @@ def _parse_body(name: str, params: list[Param], body: str, first_line: int, is_e
             typ = m.group(1)
             for item in _split_commas(m.group(2)):
                 am = _ARRAY.match(item)
-                if am:
-                    for i in range(int(am.group(2))):
-                        regs[f"{am.group(1)}{i}"] = typ
-                else:
-                    regs[item] = typ
+                names = [f"{am.group(1)}{i}" for i in range(int(am.group(2)))] if am else [item]
+                for reg in names:
+                    if scopes:
+                        scopes[-1][reg] = unique = f"%{reg.lstrip('%')}$scope{opened}"
+                        reg = unique
+                    regs[reg] = typ
             continue
         if flat.startswith((".shared", ".extern", ".local")):
             m = _VAR_DECL.match(flat)

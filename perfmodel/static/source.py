@@ -12,6 +12,7 @@ profile would be (perfmodel/retarget.py).
 from __future__ import annotations
 
 import functools
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -26,15 +27,29 @@ from perfmodel import occupancy
 from perfmodel.features import KernelFeatures
 from perfmodel.hardware import gpu, reference_gpu_id
 from perfmodel.static import traffic
-from perfmodel.static.compile import Compiled, arch_for, compile_cu, cuda_archs
+from perfmodel.static.compile import (
+    BuildOptions,
+    Compiled,
+    arch_for,
+    compile_cu,
+    cuda_archs,
+    ptx_location,
+)
 from perfmodel.static.interpreter import (
     InterpreterError,
     Memory,
+    MemoryFault,
     Pointer,
+    UnsupportedInstruction,
     count_work,
 )
 from perfmodel.static.launch_spec import launch_from_spec
-from perfmodel.static.launches import Launch, build_program, discover_launches
+from perfmodel.static.launches import (
+    Launch,
+    LibraryCall,
+    build_program,
+    discover_launches,
+)
 from perfmodel.static.ptx import Module, parse
 
 # Lanes interpreted together: enough blocks to represent the grid, few enough to stay fast.
@@ -93,8 +108,10 @@ def _inputs(launch: Launch) -> tuple[Memory, list, list[int], list[str]]:
     arrays: dict[str, np.ndarray] = {}
     names: dict[int, str] = {}
     for buf in launch.buffers.values():
-        if buf.content == "file" and buf.path is not None:
+        if buf.content == "file" and buf.path is not None and buf.size > 0:
             data = np.memmap(buf.path, dtype=np.uint8, mode="c")  # copy-on-write: only touched pages are read
+        elif buf.size == 0:
+            data = np.zeros(0, np.uint8)
         elif buf.content == "skipped":
             notes.append(f"buffer {buf.id} ({buf.size} bytes) was not saved ({buf.reason}): read as zeros")
             data = np.zeros(buf.size, np.uint8)
@@ -114,6 +131,32 @@ def _inputs(launch: Launch) -> tuple[Memory, list, list[int], list[str]]:
     return memory, args, list(launch.buffers), notes
 
 
+UNSUPPORTED_ADVICE = ("perfmodel's PTX interpreter lacks it: predict this kernel from a profile of the program "
+                      "(perfmodel predict PROFILE.ncu-rep), or give the launch a kernel without it")
+FAULT_ADVICE = ("the kernel reads or writes outside its buffers with the values the host wrote (data a previous kernel "
+                "or a library would have produced on the GPU reads as zeros here): check the program's arguments "
+                "(-- PROGRAM_ARG...), or give the launch with --kernel/--grid/--block/--arg/--buffer")
+
+
+def _where(compiled: Compiled, message: str) -> str:
+    """file:line in the CUDA source of the PTX line a message names ("line N"), else the file."""
+    m = re.search(r"\bline (\d+)\b", message)
+    found = ptx_location(compiled.ptx, int(m.group(1)), compiled.source) if m else None
+    return found or str(compiled.source)
+
+
+def _interpreter_problem(compiled: Compiled, launch: Launch, exc: InterpreterError) -> str:
+    """One line: the source line, the kernel, the construct, and what to do."""
+    where = _where(compiled, str(exc))
+    if isinstance(exc, UnsupportedInstruction):
+        what = f"PTX instruction {exc.instruction!r} (PTX line {exc.line}) is not supported"
+        return f"{where}: {launch.name}: {what}{f' ({exc.why})' if exc.why else ''}; {UNSUPPORTED_ADVICE}"
+    problem = re.sub(r"^line (\d+):", r"PTX line \1:", str(exc))
+    if isinstance(exc, MemoryFault):
+        return f"{where}: {launch.name}: {problem}; {FAULT_ADVICE}"
+    return f"{where}: {launch.name}: {problem}; predict it from a profile of the program (perfmodel predict PROFILE.ncu-rep)"
+
+
 def _buffers_touched(keys: np.ndarray | None, ids: list[int]) -> set[int]:
     """Buffer ids of footprint keys (block << 48 | sector)."""
     if keys is None or not len(keys):
@@ -130,9 +173,14 @@ def count_launch(compiled: Compiled, launch: Launch, *, earlier: dict[int, str] 
     try:
         module = _parsed(compiled.ptx)
     except KeetError as exc:  # PTX this parser does not read
-        raise StaticError(f"{compiled.source}: PTX: {exc}", launch) from None
+        raise StaticError(f"{_where(compiled, str(exc))}: {launch.name}: PTX the interpreter does not read: {exc}; "
+                          f"{UNSUPPORTED_ADVICE}", launch) from None
     if launch.kernel not in module.kernels:
         raise StaticError(f"{compiled.source}: no PTX for kernel {launch.name}", launch)
+    if launch.error:  # the runtime refuses it (an empty grid, too many threads): it runs nothing on the GPU
+        raise StaticError(f"{compiled.source}: {launch.name} <<<{launch.grid}, {launch.block}>>>: the CUDA runtime refuses "
+                          f"this launch ({launch.error}), so it does no work; check the program's arguments and the "
+                          "data it reads (-- PROGRAM_ARG...)", launch)
     resources = compiled.kernels.get(launch.kernel)
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
@@ -141,7 +189,7 @@ def count_launch(compiled: Compiled, launch: Launch, *, earlier: dict[int, str] 
         work = count_work(module.kernels[launch.kernel], launch.grid, launch.block, args, memory,
                           dynamic_shared_bytes=launch.dynamic_shared_bytes, sample=sample or sample_size(blocks, threads))
     except InterpreterError as exc:
-        raise StaticError(f"{compiled.source}: {launch.name}: {exc}", launch) from None
+        raise StaticError(_interpreter_problem(compiled, launch, exc), launch) from None
     written = _buffers_touched(work["footprint"].get("store"), ids)
     loaded = _buffers_touched(np.concatenate([work["footprint"].get(k, np.zeros(0, np.uint64)) for k in ("load", "load_l2")]), ids)
     for buffer_id in sorted(b for b in loaded if launch.buffers[b].content == "uninitialized"):
@@ -171,6 +219,7 @@ def count_launch(compiled: Compiled, launch: Launch, *, earlier: dict[int, str] 
     if work["max_atomics_per_address"] > 1:
         counts["l2_sectors_busiest_slice"] = work["max_atomics_per_address"]
     features = KernelFeatures(
+        missing_counts=tuple(work.get("missing", ())),
         name=launch.name, grid_blocks=blocks, threads_per_block=threads, registers_per_thread=registers,
         shared_bytes_per_block=shared, counts=counts, warp_instructions_by_pipe=work["warp_instructions_by_pipe"],
         flops=work["flops"], barriers=work["barriers"], tensor_instructions=work["tensor_instructions"],
@@ -191,42 +240,90 @@ def counting_gpu(target_id: str) -> str:
 
 def launches_of(path: str | Path, compiled: Compiled, *, kernel: str | None = None, grid: str | None = None,
                 block: str | None = None, smem: str | None = None, args: tuple[str, ...] = (), buffers: tuple[str, ...] = (),
-                argv: tuple[str, ...] = (), program: Future | None = None, host_sandbox: str = "auto") -> list[Launch]:
+                argv: tuple[str, ...] = (), program: Future | None = None, host_sandbox: str = "auto",
+                library_calls: list[LibraryCall] | None = None, runtime_stubs: dict[str, int] | None = None) -> list[Launch]:
     """The launches to predict: discovered by running the program's host code, or given by the
     flags (which replace discovery when --grid and --block are both given, else override
     values of the discovered launches of --kernel). program: the host program being built
-    (build_program) while the caller compiled the device code."""
+    (build_program) while the caller compiled the device code; library_calls: receives the
+    program's calls into CUDA libraries (discovery without --kernel only); runtime_stubs: the
+    CUDA runtime functions it called that the recorder does not model."""
     flags = {"kernel": kernel, "grid": grid, "block": block, "smem": smem, "args": args, "buffers": buffers}
     if grid is not None and block is not None:
         return [launch_from_spec(compiled, **flags)]
     found = discover_launches(path, compiled.gpu_id, compiled=compiled, argv=argv, program=program.result() if program else None,
-                              host_sandbox=host_sandbox)
+                              host_sandbox=host_sandbox, options=compiled.options)
+    calls = found.library_calls
+    if runtime_stubs is not None:
+        runtime_stubs.update(found.runtime_stubs)
     if kernel is not None:
         wanted = compiled.kernel(kernel).name
         found = [launch for launch in found if launch.kernel == wanted]
+        calls = []
         if not found:
             raise KeetError(f"{path}: the program never launches {kernel}")
+    if library_calls is not None:
+        library_calls.extend(calls)
     if any(v for v in (grid, block, smem, args, buffers)):
         found = [launch_from_spec(compiled, base=launch, **flags) for launch in found]
-    return found
+    return list(found)
+
+
+MAX_ARGUMENT_SETS = 8  # distinct work of one kernel configuration counted apart; beyond, the first stands for all
+
+
+def _work_key(launch: Launch) -> tuple:
+    """What of a launch's arguments shapes its work: scalar bytes, and for each pointer the
+    size of its buffer and the offset into it (ping-pong buffers of one size are the same work)."""
+    out = []
+    for arg in launch.args:
+        raw = bytearray(arg.raw)
+        where = []
+        for ptr in arg.pointers:
+            raw[ptr.at:ptr.at + 8] = bytes(8)
+            buf = launch.buffers.get(ptr.buffer)
+            where.append((ptr.at, buf.size if buf else None, ptr.offset))
+        out.append((bytes(raw), tuple(where)))
+    return tuple(out)
 
 
 def _by_configuration(launches: list[Launch]) -> list[tuple[Launch, int, int]]:
-    """(first launch, launches, distinct argument sets) per kernel configuration (kernel,
-    grid, block, dynamic shared memory), in program order: a loop that passes a counter
-    launches one configuration with thousands of argument sets."""
+    """(first launch, launches, distinct argument sets) per kernel configuration (kernel, grid,
+    block, dynamic shared memory) and argument work (_work_key), in program order. A
+    configuration launched with more than MAX_ARGUMENT_SETS argument works (a loop that passes
+    its counter) is one entry, its first launch standing for all."""
     groups: dict[tuple, list[Launch]] = {}
     for launch in launches:
         groups.setdefault(launch.key()[:4], []).append(launch)
-    return [(g[0], sum(x.count for x in g), len(g)) for g in groups.values()]
+    out: list[tuple[Launch, int, int]] = []
+    for group in groups.values():
+        works: dict[tuple, list[Launch]] = {}
+        for launch in group:
+            works.setdefault(_work_key(launch), []).append(launch)
+        parts = list(works.values()) if len(works) <= MAX_ARGUMENT_SETS else [group]
+        out += [(g[0], sum(x.count for x in g), len(g)) for g in parts]
+    return sorted(out, key=lambda entry: entry[0].seq)
+
+
+class StaticResult(list):
+    """static_kernels' entries, with the CUDA compiler that built the program (``toolkit``,
+    keet.toolchain.Toolkit.describe) and the program's calls into CUDA libraries
+    (``library_calls``: not predicted, their kernels are not in the program)."""
+
+    def __init__(self, entries=()):
+        super().__init__(entries)
+        self.toolkit = ""
+        self.library_calls: list[LibraryCall] = []
+        self.runtime_stubs: dict[str, int] = {}  # CUDA runtime functions done as nothing -> calls
 
 
 def static_kernels(path: str | Path, target_id: str, progress: Callable[[str], None] | None = None,
-                   **launch_flags) -> list[StaticKernel | StaticError]:
+                   options: BuildOptions | None = None, **launch_flags) -> StaticResult:
     """One entry per kernel configuration the program at PATH launches (see launches_of for
     the flags), counted for TARGET_ID; a configuration that cannot be interpreted gives its
     StaticError instead. Of several argument sets of one configuration the first is counted.
-    progress, when given, is told each stage as it starts."""
+    progress, when given, is told each stage as it starts; options: the program's build
+    options (-I, -D, -std, --include)."""
     say = progress or (lambda stage: None)
     target = gpu(target_id)
     arch_gpu = counting_gpu(target.id)
@@ -235,13 +332,16 @@ def static_kernels(path: str | Path, target_id: str, progress: Callable[[str], N
         raise KeetError(f"{path}: no such file")
     with tempfile.TemporaryDirectory(prefix="perfmodel-program-") as tmp, ThreadPoolExecutor(1) as pool:
         # the host build and the device compile are separate nvcc runs: overlap them
-        program = pool.submit(build_program, Path(path), arch_gpu, Path(tmp) / "program") if discover else None
+        program = pool.submit(build_program, Path(path), arch_gpu, Path(tmp) / "program", options=options) if discover else None
         say(f"compiling {path} for {arch_for(arch_gpu)}" + (" (and its host code with the launch recorder)" if discover else ""))
-        compiled = compile_cu(path, arch_gpu)
+        compiled = compile_cu(path, arch_gpu, options=options)
         if discover:
             say("running the host code to record its launches")
-        found = launches_of(path, compiled, program=program, **launch_flags)
-    out: list[StaticKernel | StaticError] = []
+        calls: list[LibraryCall] = []
+        stubs: dict[str, int] = {}
+        found = launches_of(path, compiled, program=program, library_calls=calls, runtime_stubs=stubs, **launch_flags)
+    out = StaticResult()
+    out.toolkit, out.library_calls, out.runtime_stubs = compiled.toolkit, calls, stubs
     written: dict[int, str] = {}
     for launch, launches, variants in _by_configuration(found):
         say(f"interpreting {launch.name} <<<{launch.grid}, {launch.block}>>>")
@@ -252,7 +352,7 @@ def static_kernels(path: str | Path, target_id: str, progress: Callable[[str], N
             continue
         if variants > 1:
             counted.approximations.insert(0, f"launched {launches} times with {variants} different argument sets: "
-                                             "the first is interpreted")
+                                             "the first is interpreted for all")
         out.append(counted)
         for buffer_id in counted.written_buffers:
             written.setdefault(buffer_id, f"{launch.name} (launch {launch.seq})")

@@ -22,6 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from keet.diagnosis.libraries import library_of as keet_library_of
 from keet.ingest import load_profile
 from profiles.corpus.split import split_of
 
@@ -140,20 +141,11 @@ def build(capture_dirs: list[Path]) -> dict:
             "kernels": sorted(kernels.values(), key=lambda k: k["id"])}
 
 
-# name patterns -> the library that made the kernel (first match wins); the PyTorch build's
-# own kernels (ATen) are the fallback
-LIBRARIES = (("triton", ("triton_",)), ("flash-attention", ("flash_fwd", "flash::", "pytorch_flash")),
-             ("cudnn", ("cudnn", "xmma_fprop", "xmma_dgrad", "xmma_wgrad", "implicit_convolve", "fft2d", "nchwToNhwc", "nhwcToNchw", "generateWinograd", "winograd")),
-             ("cublas", ("nvjet", "cublas", "gemm", "gemv", "sm90_xmma", "splitKreduce", "cutlass")),
-             ("cub", ("cub::", "DeviceRadixSort", "DeviceScan", "DeviceReduce", "DeviceSegmented", "DeviceSelect")),
-             ("pytorch-mem-eff", ("fmha_cutlass", "AttentionKernel", "attention_kernel")))
-
-
 def library_of(name: str) -> str:
-    for library, patterns in LIBRARIES:
-        if any(p in name for p in patterns):
-            return library
-    return "aten"
+    """The library that made a kernel: keet's classification (keet/data/libraries.toml, the same
+    patterns the diagnosis uses); a corpus kernel no pattern matches is the PyTorch build's own
+    (ATen)."""
+    return keet_library_of(name, default="aten")
 
 
 def pairs(manifest: dict) -> list[dict]:

@@ -14,11 +14,16 @@
 //   PERFMODEL_RECORD_MAX_BYTES  cap on the total bytes of buffer snapshots (default 512 MiB)
 //
 // Lines written: {"ev":"start"}, {"ev":"alloc",...}, {"ev":"free",...}, {"ev":"launch",...},
-// {"ev":"exit"}. A launch lists its arguments (raw bytes in hex, with every 8-byte aligned word
+// {"ev":"library","seq":N,"library":"cuBLAS","name":"cublasSgemm_v2"} (a call into a CUDA library,
+// made by the stubs perfmodel/static/libraries.py generates), {"ev":"exit"}. A launch lists its arguments (raw bytes in hex, with every 8-byte aligned word
 // that points into a buffer resolved to buffer id + offset) and the state of each buffer its
 // arguments point into: "file" (a snapshot of the bytes the host wrote, made when the buffer's
 // content changed since its last snapshot), "fill" (the whole buffer was memset to one byte),
 // "uninitialized" (never written by the host) or "skipped" (the snapshot cap was reached).
+// Host-visible buffers (managed, pinned, __device__ variables) the host may write directly are
+// compared by content; while their content stays the same, less and less often (every 2nd, 4th,
+// ... up to every 1024th launch), so that timing loops over large managed buffers stay fast: a
+// direct host write is then seen at the next comparison.
 // Timing: events record nothing; cudaEventElapsedTime always answers kEventMs (1.0 ms), a fixed
 // nonzero time so that programs that divide by it keep going.
 #include <cuda_runtime_api.h>
@@ -62,6 +67,10 @@ struct Buffer {
   std::string saved_file;
   bool skipped = false;
   bool owned = true;
+  // host-visible buffers (managed, pinned host, __device__ symbols) are compared by content at
+  // launches; while unchanged, every other time less often (timing loops of thousands of
+  // launches on large managed buffers), and at once after a write through the runtime
+  long next_check = 0, interval = 1, checked_version = -1;
 };
 
 // Globals live in one never-destroyed object built on first use: nvcc's registration code runs
@@ -84,6 +93,11 @@ struct State {
   cudaError_t last_error = cudaSuccess;
   long next_handle = 1;
   std::vector<CallConfig> config_stack;
+  // CUDA graphs: the launches captured from a stream (or added as kernel nodes) are kept, not
+  // written, and written again at each cudaGraphLaunch of an executable graph made from them
+  std::map<long, std::vector<std::string>> graphs;  // graph handle -> launch lines (without "seq")
+  std::map<long, long> executables;                   // executable graph handle -> graph handle
+  std::map<uintptr_t, long> capturing;                // stream -> graph it is being captured into
 };
 State& S() {
   static State* s = new State;
@@ -104,6 +118,9 @@ std::recursive_mutex g_mu;
 #define g_last_error S().last_error
 #define g_next_handle S().next_handle
 #define g_config_stack S().config_stack
+#define g_graphs S().graphs
+#define g_executables S().executables
+#define g_capturing S().capturing
 
 void out_line(const std::string& s) {
   if (!g_out) return;
@@ -112,13 +129,23 @@ void out_line(const std::string& s) {
   std::fflush(g_out);
 }
 
-std::string fmt(const char* f, ...) {
+std::string fmt(const char* f, ...) {  // printf into a string of any length (a 32 KiB argument's hex)
   char buf[1024];
-  va_list ap;
+  va_list ap, again;
   va_start(ap, f);
-  std::vsnprintf(buf, sizeof buf, f, ap);
+  va_copy(again, ap);
+  int n = std::vsnprintf(buf, sizeof buf, f, ap);
   va_end(ap);
-  return buf;
+  std::string out;
+  if (n >= 0 && size_t(n) >= sizeof buf) {
+    out.resize(size_t(n) + 1);
+    std::vsnprintf(&out[0], out.size(), f, again);
+    out.resize(size_t(n));
+  } else {
+    out = n >= 0 ? buf : "";
+  }
+  va_end(again);
+  return out;
 }
 
 std::string json_str(const std::string& s) {
@@ -244,8 +271,17 @@ std::string buffer_state(Buffer* b) {
   uint64_t h = 0;
   bool changed = b->version != b->saved_version;
   if (host_visible) {  // the host may write it directly: compare contents
-    h = hash_bytes(b->base, b->size);
-    changed = b->saved_file.empty() || h != b->saved_hash;
+    bool due = b->saved_file.empty() || b->version != b->checked_version || g_seq >= b->next_check;
+    if (!due) {
+      changed = false;
+      h = b->saved_hash;
+    } else {
+      h = hash_bytes(b->base, b->size);
+      changed = b->saved_file.empty() || h != b->saved_hash;
+      b->interval = changed ? 1 : (b->interval < 1024 ? b->interval * 2 : 1024);
+      b->next_check = g_seq + b->interval;
+      b->checked_version = b->version;
+    }
   }
   if (changed) {
     if (g_saved + b->size > g_cap) {
@@ -284,14 +320,19 @@ KernelInfo* kernel_of(const void* func) {
   return it == g_kernels.end() ? nullptr : &it->second;
 }
 
-cudaError_t record_launch(const void* func, dim3 grid, dim3 block, void** args, size_t smem, void* stream) {
+// Writes a launch line now, or keeps it in a graph: the one given, or the one its stream is being captured into.
+cudaError_t record_launch(const void* func, dim3 grid, dim3 block, void** args, size_t smem, void* stream, long graph = 0) {
   std::lock_guard<std::recursive_mutex> l(g_mu);
   start();
   KernelInfo* k = kernel_of(func);
-  long seq = g_seq++;
-  std::string s = fmt("{\"ev\":\"launch\",\"seq\":%ld,", seq);
+  if (!graph) {
+    auto cap = g_capturing.find(reinterpret_cast<uintptr_t>(stream));
+    if (cap != g_capturing.end()) graph = cap->second;
+  }
+  std::string s;
+  if (!graph) s = fmt("{\"ev\":\"launch\",\"seq\":%ld,", g_seq++);
   if (!k) {
-    out_line(s + "\"kernel\":null,\"error\":\"launch of a function that is not a registered kernel\"}");
+    if (!graph) out_line(s + "\"kernel\":null,\"error\":\"launch of a function that is not a registered kernel\"}");
     return g_last_error = cudaErrorInvalidDeviceFunction;
   }
   cudaError_t err = cudaSuccess;
@@ -300,7 +341,7 @@ cudaError_t record_launch(const void* func, dim3 grid, dim3 block, void** args, 
   if (threads < 1 || threads > dev_int("max_threads_per_block", 1024) || block.z > 64) {
     err = cudaErrorInvalidConfiguration; why = "block size exceeds the target's limits";
   } else if (grid.x < 1 || grid.y < 1 || grid.z < 1 || grid.y > 65535 || grid.z > 65535) {
-    err = cudaErrorInvalidConfiguration; why = "grid size exceeds the target's limits";
+    err = cudaErrorInvalidConfiguration; why = "a grid dimension is 0 or exceeds the target's limits";
   } else if (long(smem) > k->max_dyn_smem) {
     err = cudaErrorInvalidValue; why = "dynamic shared memory exceeds the kernel's limit (cudaFuncSetAttribute)";
   } else if (long(smem) + k->smem > dev_int("max_shared_per_block_optin", 49152)) {
@@ -346,10 +387,18 @@ cudaError_t record_launch(const void* func, dim3 grid, dim3 block, void** args, 
   s += ",\"buffers\":[";
   for (size_t i = 0; i < used.size(); ++i) s += (i ? "," : "") + buffer_state(used[i]);
   s += "]}";
-  out_line(s);
+  if (graph) g_graphs[graph].push_back(s);
+  else out_line(s);
   if (err != cudaSuccess) g_last_error = err;
   return err;
 }
+
+// A graph's launches, written as if launched now (each with a sequence number of its own).
+void replay_graph(long graph) {
+  for (const std::string& body : g_graphs[graph]) out_line(fmt("{\"ev\":\"launch\",\"seq\":%ld,", g_seq++) + body);
+}
+
+long new_handle() { return ++g_next_handle; }
 
 bool is_device(Buffer* b) { return b && (b->kind == "device" || b->kind == "symbol"); }
 
@@ -436,6 +485,15 @@ int occupancy(const void* func, int block_size, size_t dyn_smem) {
 // Entry points of nvcc-generated host code.
 // ------------------------------------------------------------------------------------------
 extern "C" {
+
+// A call into a CUDA library (cuBLAS, cuDNN, ...): the generated stubs call this, then return success.
+void perfmodel_library_call(const char* library, const char* name) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  long seq = g_seq++;
+  out_line(fmt("{\"ev\":\"library\",\"seq\":%ld,\"library\":", seq) + json_str(library ? library : "") +
+           ",\"name\":" + json_str(name ? name : "") + "}");
+}
 
 void** __cudaRegisterFatBinary(void* fat) {
   std::lock_guard<std::recursive_mutex> l(g_mu);
@@ -646,6 +704,10 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   p->maxBlocksPerMultiProcessor = int(dev_int("max_blocks_per_sm", 32));
   p->reservedSharedMemPerBlock = size_t(dev_int("shared_reserved_per_block_bytes", 1024));
   p->clusterLaunch = p->major >= 9;
+  p->persistingL2CacheMaxSize = int(dev_int("l2_bytes", 50331648) / 4 * 3);  // as the runtime reports for A100/H100
+  p->accessPolicyMaxWindowSize = 134213632;
+  p->streamPrioritiesSupported = 1;
+  p->pageableMemoryAccess = 0;
   return cudaSuccess;
 }
 
@@ -678,6 +740,11 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
     case cudaDevAttrConcurrentKernels: case cudaDevAttrUnifiedAddressing: case cudaDevAttrManagedMemory:
     case cudaDevAttrCooperativeLaunch: case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
     case cudaDevAttrReservedSharedMemoryPerBlock: *value = int(p.reservedSharedMemPerBlock); break;
+    case cudaDevAttrMaxPersistingL2CacheSize: *value = p.persistingL2CacheMaxSize; break;
+    case cudaDevAttrMaxAccessPolicyWindowSize: *value = p.accessPolicyMaxWindowSize; break;
+    case cudaDevAttrStreamPrioritiesSupported: case cudaDevAttrCanMapHostMemory: case cudaDevAttrGlobalL1CacheSupported:
+    case cudaDevAttrLocalL1CacheSupported: case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
+    case cudaDevAttrClusterLaunch: *value = p.clusterLaunch; break;
     default: *value = 0;
   }
   return cudaSuccess;
@@ -745,5 +812,135 @@ cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
 
 cudaError_t cudaDriverGetVersion(int* v) { *v = 13000; return cudaSuccess; }
 cudaError_t cudaRuntimeGetVersion(int* v) { *v = 13000; return cudaSuccess; }
+
+// ------------------------------------------------------------------------------------------
+// Profiler control, device flags, peers, limits, priorities, callbacks (signatures stable since
+// CUDA 11; functions whose signature changed between versions are left to the generated stubs of
+// perfmodel/static/launches.py, which record the call and return cudaSuccess).
+// ------------------------------------------------------------------------------------------
+cudaError_t cudaProfilerStart() { return cudaSuccess; }
+cudaError_t cudaProfilerStop() { return cudaSuccess; }
+cudaError_t cudaSetDeviceFlags(unsigned int) { return cudaSuccess; }
+cudaError_t cudaGetDeviceFlags(unsigned int* flags) { if (flags) *flags = 0; return cudaSuccess; }
+cudaError_t cudaDeviceCanAccessPeer(int* can, int, int) { if (can) *can = 0; return cudaSuccess; }
+cudaError_t cudaDeviceEnablePeerAccess(int, unsigned int) { return g_last_error = cudaErrorInvalidDevice; }
+cudaError_t cudaDeviceDisablePeerAccess(int) { return g_last_error = cudaErrorInvalidDevice; }
+cudaError_t cudaCtxResetPersistingL2Cache() { return cudaSuccess; }
+cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
+  if (!value) return g_last_error = cudaErrorInvalidValue;
+  *value = limit == cudaLimitStackSize ? 1024 : limit == cudaLimitPrintfFifoSize || limit == cudaLimitMallocHeapSize ? (8 << 20) : 0;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamGetPriority(cudaStream_t, int* priority) { if (priority) *priority = 0; return cudaSuccess; }
+cudaError_t cudaStreamGetFlags(cudaStream_t, unsigned int* flags) { if (flags) *flags = 0; return cudaSuccess; }
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* data, unsigned int) {
+  if (callback) callback(stream, cudaSuccess, data);  // the stream's work is done at once here
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* data) {
+  if (fn) fn(data);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
+  for (size_t r = 0; r < height; ++r) {
+    cudaError_t e = do_memset(static_cast<char*>(dst) + r * pitch, value, width);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height, cudaStream_t) {
+  return cudaMemset2D(dst, pitch, value, width, height);
+}
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+}
+cudaError_t cudaMemcpyPeer(void* dst, int, const void* src, int, size_t count) { return do_memcpy(dst, src, count); }
+cudaError_t cudaMemcpyPeerAsync(void* dst, int, const void* src, int, size_t count, cudaStream_t) {
+  return do_memcpy(dst, src, count);
+}
+cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind,
+                                      cudaStream_t) {
+  return do_memcpy(dst, static_cast<const char*>(symbol) + offset, count);
+}
+cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  Buffer* b = find_buffer(symbol);
+  if (!b || !size) return g_last_error = cudaErrorInvalidSymbol;
+  *size = b->size;
+  return cudaSuccess;
+}
+
+// ------------------------------------------------------------------------------------------
+// CUDA graphs: stream capture and kernel nodes; each cudaGraphLaunch writes the graph's launches.
+// ------------------------------------------------------------------------------------------
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  long g = new_handle();
+  g_graphs[g];
+  g_capturing[reinterpret_cast<uintptr_t>(stream)] = g;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  auto it = g_capturing.find(reinterpret_cast<uintptr_t>(stream));
+  if (it == g_capturing.end() || !graph) return g_last_error = cudaErrorIllegalState;
+  *graph = reinterpret_cast<cudaGraph_t>(uintptr_t(it->second));
+  g_capturing.erase(it);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  if (status) *status = g_capturing.count(reinterpret_cast<uintptr_t>(stream)) ? cudaStreamCaptureStatusActive
+                                                                              : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  long g = new_handle();
+  g_graphs[g];
+  *graph = reinterpret_cast<cudaGraph_t>(uintptr_t(g));
+  return cudaSuccess;
+}
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t*, size_t,
+                                   const cudaKernelNodeParams* p) {
+  if (!p) return g_last_error = cudaErrorInvalidValue;
+  if (node) *node = reinterpret_cast<cudaGraphNode_t>(uintptr_t(new_handle()));
+  return record_launch(p->func, p->gridDim, p->blockDim, p->kernelParams, p->sharedMemBytes, nullptr,
+                       long(reinterpret_cast<uintptr_t>(graph)));
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  long e = new_handle();
+  g_executables[e] = long(reinterpret_cast<uintptr_t>(graph));
+  *exec = reinterpret_cast<cudaGraphExec_t>(uintptr_t(e));
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
+  return cudaGraphInstantiate(exec, graph, flags);
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  auto it = g_executables.find(long(reinterpret_cast<uintptr_t>(exec)));
+  if (it == g_executables.end()) return g_last_error = cudaErrorInvalidValue;
+  replay_graph(it->second);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) { return cudaSuccess; }
+cudaError_t cudaGraphDestroy(cudaGraph_t) { return cudaSuccess; }
+
+// A CUDA runtime function the recorder does not model: the stubs generated for them call this
+// (one {"ev":"runtime_stub"} line), then return cudaSuccess.
+void perfmodel_runtime_stub(const char* name) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  out_line("{\"ev\":\"runtime_stub\",\"name\":" + json_str(name ? name : "") + "}");
+}
 
 }  // extern "C"
