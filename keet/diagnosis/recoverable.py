@@ -159,6 +159,21 @@ def _remove_l1_traffic(counts: dict[str, float], loads: float, stores: float, mi
     _cap_dram(counts)
 
 
+def _line_sectors(view: ModelView) -> float:
+    """Sectors per cache line (an ideal request reads whole lines), from the hardware file."""
+    line = view.gpu.value("cache_line_bytes")
+    return line / SECTOR if line else 4.0
+
+
+def _scale_requests(counts: dict[str, float], old_reads: float, floor: float | None = None) -> None:
+    """L2 read requests after the L2 reads changed: in proportion, or down to ``floor`` (whole
+    lines per request) where given."""
+    requests, reads = counts.get("l2_read_requests"), counts.get("l2_sectors_read", 0.0)
+    if not requests or old_reads <= 0:
+        return
+    counts["l2_read_requests"] = min(requests, floor if floor is not None else requests * reads / old_reads)
+
+
 def _per_wave(view: ModelView) -> int | None:
     per_sm = view.base.inputs.get("blocks_per_sm")
     sms = view.gpu.value("sm_count")
@@ -193,13 +208,20 @@ def _ideal_sectors(view: ModelView) -> Change | None:
     if excess <= 0:
         return None
     miss = _l1_miss_share(counts, loads)
+    old_reads = counts.get("l2_sectors_read", 0.0)
     counts["global_load_sectors"] = max(0.0, loads - wasted[0])
     if "global_store_sectors" in counts:
         counts["global_store_sectors"] = max(0.0, stores - wasted[1])
+    line = _line_sectors(view)
     for kind in ("load", "store"):
         if f"global_{kind}_bytes_per_sector" in counts:
             counts[f"global_{kind}_bytes_per_sector"] = SECTOR
+        # the L1 handles a request in one wavefront per line it touches: whole lines now
+        if (wavefronts := counts.get(f"global_{kind}_wavefronts")) is not None:
+            requests = counts.get(f"global_{kind}_requests", 0.0)
+            counts[f"global_{kind}_wavefronts"] = min(wavefronts, max(requests, counts.get(f"global_{kind}_sectors", 0.0) / line))
     _remove_l1_traffic(counts, wasted[0], wasted[1], miss)
+    _scale_requests(counts, old_reads, counts.get("l2_sectors_read", 0.0) / line)
     return replace(view.work, counts=counts), f"ideal sectors per request: {excess:,.0f} excess global sectors not moved"
 
 
@@ -230,8 +252,13 @@ def _no_local(view: ModelView) -> Change | None:
     if loads + stores <= 0:
         return None
     miss = _l1_miss_share(counts, loads + counts.get("global_load_sectors", 0.0))
+    old_reads = counts.get("l2_sectors_read", 0.0)
     counts["local_load_sectors"] = counts["local_store_sectors"] = 0.0
+    for name in ("local_load_wavefronts", "local_store_wavefronts"):
+        if name in counts:
+            counts[name] = 0.0
     _remove_l1_traffic(counts, loads, stores * miss, miss)  # local stores are cached in L1 (write-back)
+    _scale_requests(counts, old_reads)
     pipes = dict(view.work.warp_instructions_by_pipe)
     local = sum(c for op, c in _opcodes(view).items() if op.split(".")[0] in ("LDL", "STL"))
     if local:

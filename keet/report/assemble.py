@@ -196,11 +196,14 @@ def _all_parts(profiles: list[Profile], explain_all, progress: Progress = None) 
     from concurrent.futures import as_completed
 
     _PROFILES[:] = profiles
+    # Diagnose before forking: the diagnosis reads reports through the native ncu-report library,
+    # and a child forked while the parent holds one of its locks would wait on it forever.
+    tell("diagnosing")
+    explained = explain_all()
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             futures = {pool.submit(_parts_job, *key): key for key in keys}
-            tell(f"diagnosing while {workers} workers draw {len(keys)} kernels' sections")
-            explained = explain_all()
+            tell(f"{workers} workers draw {len(keys)} kernels' sections")
             parts = {}
             for done, future in enumerate(as_completed(futures), 1):
                 parts[futures[future]] = future.result()
