@@ -184,7 +184,8 @@ def _all_parts(profiles: list[Profile], explain_all, progress: Progress = None) 
     keys = [(p, k) for p, profile in enumerate(profiles) for k in range(len(profile.kernels))]
     tell = progress or (lambda message: None)
     drawn = lambda done: tell(f"drawing kernel sections {done}/{len(keys)}")
-    workers = min(os.cpu_count() or 1, 8)
+    # one process: forked drawing workers stalled on the native ncu-report state the model now reads (issue 23 to restore)
+    workers = 1
     if len(keys) < PARALLEL_KERNELS or workers < 2:
         parts = {}
         for done, (p, k) in enumerate(keys):
