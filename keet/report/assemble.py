@@ -7,7 +7,6 @@ writes nothing when any input is bad.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
