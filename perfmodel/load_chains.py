@@ -65,6 +65,9 @@ def load_waits(instructions: pd.DataFrame, sass: Callable[[int], str | None]) ->
         loads = (body["memory_access_type"] == _LOAD) & (body["memory_type"] == _GLOBAL)
         if not loads.any():
             continue
+        if loads.sum() == 1:  # one load: one wait, whatever its address came from (no SASS needed)
+            waits += float(body["inst_executed"].iloc[0])
+            continue
         # from the block's first load to its last: what comes before cannot descend from a load
         load_pcs = set(body["pc"][loads].astype(int))
         span = body["pc"][(body["pc"] >= min(load_pcs)) & (body["pc"] <= max(load_pcs))].astype(int)

@@ -48,6 +48,8 @@ def test_a_chain_through_arithmetic_counts_as_dependent():
 
 
 def test_without_the_sass_there_is_no_answer():
-    frame, _ = sass_table(["LDG.E R2, desc[UR4][R4.64] ;"])
+    frame, _ = sass_table(["LDG.E R2, desc[UR4][R4.64] ;", "LDG.E R3, desc[UR4][R2.64] ;"])
     assert load_waits(frame, lambda pc: None) is None
+    one, _ = sass_table(["LDG.E R2, desc[UR4][R4.64] ;"])
+    assert load_waits(one, lambda pc: None) == 10.0  # a lone load is one wait: nothing to trace
     assert load_waits(frame.drop(columns=["memory_type"]), lambda pc: "") is None

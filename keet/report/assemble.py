@@ -8,7 +8,6 @@ writes nothing when any input is bad.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,8 +35,6 @@ SECTIONS = {
     "hotspots": "Source hotspots",
     "prediction": "Model prediction",
 }
-# Below this many kernels, starting worker processes costs more than it saves.
-PARALLEL_KERNELS = 3
 
 
 @dataclass
@@ -165,52 +162,20 @@ def _draw(parts: KernelParts, name: str) -> dict[str, list[figures.Image]]:
     return drawn
 
 
-# The profiles of the report being built, for worker processes forked while it is built: they
-# inherit them (the readers' native handles included) instead of receiving them pickled.
-_PROFILES: list[Profile] = []
-
-
-def _parts_job(profile_index: int, kernel_index: int) -> KernelParts:
-    profile = _PROFILES[profile_index]
-    return kernel_parts(profile, profile.kernels[kernel_index])
-
-
 def _all_parts(profiles: list[Profile], explain_all, progress: Progress = None) -> tuple[dict[tuple[int, int], KernelParts], Any]:
-    """Every kernel's parts, in worker processes when there are enough kernels to pay for
-    starting them (each reads its kernels' source counters and draws their figures), while
-    this process runs `explain_all` (the diagnoses); returns the parts and its result.
-    ``progress`` hears of each kernel drawn (a report of many kernels takes minutes)."""
+    """Every kernel's parts (its source counters read, its figures drawn), then `explain_all`
+    (the diagnoses); returns the parts and its result. ``progress`` hears of each kernel drawn
+    (a report of many kernels takes minutes). One process: drawing workers forked from a process
+    that has disassembled SASS through ncu-report (the model's load chains do) hang in the native
+    library, so the parallel drawing is gone until the model's SASS reading is fork-safe (issue 23)."""
     keys = [(p, k) for p, profile in enumerate(profiles) for k in range(len(profile.kernels))]
     tell = progress or (lambda message: None)
-    drawn = lambda done: tell(f"drawing kernel sections {done}/{len(keys)}")
-    # one process: forked drawing workers stalled on the native ncu-report state the model now reads (issue 23 to restore)
-    workers = 1
-    if len(keys) < PARALLEL_KERNELS or workers < 2:
-        parts = {}
-        for done, (p, k) in enumerate(keys):
-            drawn(done)
-            parts[p, k] = kernel_parts(profiles[p], profiles[p].kernels[k])
-        tell("diagnosing")
-        return parts, explain_all()
-    import multiprocessing
-    from concurrent.futures import as_completed
-
-    _PROFILES[:] = profiles
-    # Diagnose before forking: the diagnosis reads reports through the native ncu-report library,
-    # and a child forked while the parent holds one of its locks would wait on it forever.
+    parts = {}
+    for done, (p, k) in enumerate(keys):
+        tell(f"drawing kernel sections {done}/{len(keys)}")
+        parts[p, k] = kernel_parts(profiles[p], profiles[p].kernels[k])
     tell("diagnosing")
-    explained = explain_all()
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = {pool.submit(_parts_job, *key): key for key in keys}
-            tell(f"{workers} workers draw {len(keys)} kernels' sections")
-            parts = {}
-            for done, future in enumerate(as_completed(futures), 1):
-                parts[futures[future]] = future.result()
-                drawn(done)
-            return parts, explained
-    finally:
-        _PROFILES.clear()
+    return parts, explain_all()
 
 
 def _profile_label(profile: Profile, index: int, name: str | None = None) -> str:
