@@ -267,9 +267,10 @@ def generate(profiles: str | Path | None = None) -> list[dict[str, Any]]:
     return claims
 
 
-def write_claims(claims: list[dict[str, Any]], path: str | Path) -> None:
+def write_claims(claims: list[dict[str, Any]], path: str | Path, **header: Any) -> None:
+    """The claim file: seed, profiles, any further header fields, then the claims."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps({"seed": SEED, "profiles": list(PROFILES), "claims": claims}, indent=1) + "\n")
+    Path(path).write_text(json.dumps({"seed": SEED, "profiles": list(PROFILES), **header, "claims": claims}, indent=1) + "\n")
 
 
 def load_claims(path: str | Path) -> list[dict[str, Any]]:

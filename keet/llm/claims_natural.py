@@ -26,17 +26,16 @@ the binding rules are developed and is the headline of `keet llm eval --claims`.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from keet.llm.claims import PROFILES, write_claims
 from keet.project_data import profiles_dir
 from perfmodel.hardware import gpu_ids
 
 SEED = 2024
-PROFILES = ("h100/zoo_all.ncu-rep.xz", "h200/zoo_all.ncu-rep.xz")
 # A GPU as answers name it: its id in capitals (from the hardware database, no table of our own)
 GPU_WORDS = {gpu_id: gpu_id.upper() for gpu_id in gpu_ids()}
 PER_FAMILY = 9  # sentences of each family and label drawn (at most) per profile
@@ -692,5 +691,4 @@ def generate_natural(profiles: str | Path | None = None) -> list[dict[str, Any]]
 
 def write_natural(claims: list[dict[str, Any]], path: str | Path) -> None:
     """Stored as profiles/llm_eval/claims/natural.json (load with keet.llm.claims.load_claims)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps({"seed": SEED, "profiles": list(PROFILES), "salt": "natural:", "claims": claims}, indent=1) + "\n")
+    write_claims(claims, path, seed=SEED, salt="natural:")
