@@ -12,6 +12,7 @@ comes from.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from numbers import Real
 
@@ -59,15 +60,23 @@ class Prediction:
                 "notes": self.notes}
 
 
+def pnorm(times: Iterable[float], exponent: float | None) -> float:
+    """Time of work that overlaps imperfectly: the p-norm (t_1^p + t_2^p + ...)^(1/p) of the
+    non-zero times, p = overlap_exponent fitted on the arithmetic-intensity sweep of our
+    microbenchmarks (p -> infinity, or no p, is perfect overlap: the largest)."""
+    present = [t for t in times if t > 0]
+    if not present:
+        return 0.0
+    larger = max(present)
+    if not exponent:
+        return larger
+    # Scaled by the largest: the same norm, but t^p cannot overflow for a huge t.
+    return float(larger * sum((t / larger) ** exponent for t in present) ** (1.0 / exponent))
+
+
 def combine(sm_side: float, memory_side: float, exponent: float | None) -> float:
-    """Time of SM-side and memory-side work that overlap imperfectly: the p-norm
-    (t_sm^p + t_mem^p)^(1/p), p = overlap_exponent fitted on the arithmetic-intensity sweep
-    of our microbenchmarks (p -> infinity is perfect overlap: the larger of the two)."""
-    if not exponent or sm_side <= 0 or memory_side <= 0:
-        return max(sm_side, memory_side)
-    # Scaled by the larger side: the same norm, but t^p cannot overflow for a huge t.
-    larger = max(sm_side, memory_side)
-    return float(larger * ((sm_side / larger) ** exponent + (memory_side / larger) ** exponent) ** (1.0 / exponent))
+    """SM-side and memory-side time that overlap imperfectly: their p-norm."""
+    return pnorm((sm_side, memory_side), exponent)
 
 
 def check_work(work: KernelFeatures) -> None:
@@ -119,10 +128,10 @@ def predict(gpu: GPU, work: KernelFeatures, context: str = ISOLATED) -> Predicti
     # (the larger counts); the L1/shared data path, the tensor pipe and barrier waits are other
     # resources, which the SM overlaps with it only in part.
     stream = max((t for c, t in sm.items() if c in ISSUE_STREAM), default=0.0)
-    sm_time = _pnorm([stream, *(t for c, t in sm.items() if c not in ISSUE_STREAM)], overlap)
+    sm_time = pnorm([stream, *(t for c, t in sm.items() if c not in ISSUE_STREAM)], overlap)
     memory_time = max(memory.values(), default=0.0)
     throughput = combine(sm_time, memory_time, overlap)
-    core = max(combine(throughput, max(chains.values(), default=0.0), overlap), max(alone.values(), default=0.0))
+    core = max(pnorm((throughput, *chains.values()), overlap), max(alone.values(), default=0.0))
     extra = sum(overheads.values())
     seconds = core + extra
     bounds = {**sm, **memory, **chains, **alone}
@@ -152,16 +161,6 @@ def predict(gpu: GPU, work: KernelFeatures, context: str = ISOLATED) -> Predicti
                       notes=notes, missing_parameters=missing, context=context,
                       terms={name: _term_dict(part) for name, part in contributions.items() if _term_dict(part)},
                       missing_counts=missing_counts)
-
-
-def _pnorm(values, exponent: float | None) -> float:
-    values = [v for v in values if v > 0]
-    if not values:
-        return 0.0
-    if not exponent:
-        return max(values)
-    top = max(values)
-    return float(top * sum((v / top) ** exponent for v in values) ** (1.0 / exponent))
 
 
 def _launch(gpu: GPU, work: KernelFeatures, context: str) -> Launch:
