@@ -9,7 +9,7 @@ docs/metrics.md (``origin == "canonical"``, in base units).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,12 +122,22 @@ class SourceCounters:
 
     instructions: pd.DataFrame
     files: dict[str, str] = field(default_factory=dict)
-    # pc offset -> SASS text; disassembly is slow, so readers fetch it per instruction on demand.
-    sass_loader: Callable[[int], str | None] | None = field(default=None, repr=False, compare=False)
+    # pc offsets -> SASS text; disassembly is slow (~0.4 ms an instruction in ncu-report), so
+    # readers fetch it on demand, many instructions per request.
+    sass_loader: Callable[[Iterable[int]], dict[int, str | None]] | None = field(default=None, repr=False, compare=False)
+    _sass: dict[int, str | None] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def sass_texts(self, pcs: Iterable[int]) -> dict[int, str | None]:
+        """The SASS instructions at pc offsets (None where the report cannot disassemble one)."""
+        pcs = [int(pc) for pc in pcs]
+        missing = sorted({pc for pc in pcs if pc not in self._sass})
+        if missing:
+            self._sass.update(self.sass_loader(missing) if self.sass_loader is not None else dict.fromkeys(missing))
+        return {pc: self._sass[pc] for pc in pcs}
 
     def sass(self, pc: int) -> str | None:
         """The SASS instruction at a pc offset, where the report can disassemble it."""
-        return None if self.sass_loader is None else self.sass_loader(pc)
+        return self.sass_texts([pc])[int(pc)]
 
     def counter_names(self) -> list[str]:
         fixed = {"pc", "file", "line"}

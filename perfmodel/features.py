@@ -190,7 +190,7 @@ def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> float | Non
     asynchronous = any(op.startswith(ASYNC_COPIES) for op in opcodes)
     async_waits = sum(c for op, c in opcodes.items() if op.startswith(ASYNC_WAITS)) if asynchronous else 0.0
     source = kernel.source_columns(LOAD_CHAIN_COLUMNS)
-    chains = None if source is None else load_waits(source.instructions, source.sass)
+    chains = None if source is None else load_waits(source.instructions, source.sass_texts)
     if chains is None:
         if not asynchronous:
             return None

@@ -49,10 +49,11 @@ def _parse(text: str) -> tuple[str, list[str]]:
     return opcode, [o.strip() for o in rest.split(",")] if rest.strip() else []
 
 
-def load_waits(instructions: pd.DataFrame, sass: Callable[[int], str | None]) -> float | None:
+def load_waits(instructions: pd.DataFrame, sass_texts: Callable[[list[int]], dict[int, str | None]]) -> float | None:
     """Warp-level count of global-load waits: sum over basic blocks holding global loads of the
     block's executions x its deepest load chain. None when the table lacks the columns or the
-    SASS of a load cannot be read."""
+    SASS of a load cannot be read. `sass_texts` maps pc offsets to SASS text (one request for
+    every instruction the chains need: disassembly is slow, SourceCounters.sass_texts)."""
     if not {"pc", *LOAD_CHAIN_COLUMNS} <= set(instructions.columns):
         return None
     rows = instructions[instructions["inst_executed"] > 0].sort_values("pc")
@@ -61,6 +62,7 @@ def load_waits(instructions: pd.DataFrame, sass: Callable[[int], str | None]) ->
     # basic blocks: runs of consecutive executed instructions with the same count
     block = (rows["inst_executed"] != rows["inst_executed"].shift()).cumsum()
     waits = 0.0
+    traced: list[tuple[float, set[int], list[int]]] = []  # (executions, load pcs, pcs from first load to last)
     for _, body in rows.groupby(block, sort=False):
         loads = (body["memory_access_type"] == _LOAD) & (body["memory_type"] == _GLOBAL)
         if not loads.any():
@@ -70,27 +72,34 @@ def load_waits(instructions: pd.DataFrame, sass: Callable[[int], str | None]) ->
             continue
         # from the block's first load to its last: what comes before cannot descend from a load
         load_pcs = set(body["pc"][loads].astype(int))
-        span = body["pc"][(body["pc"] >= min(load_pcs)) & (body["pc"] <= max(load_pcs))].astype(int)
-        depth_of: dict[int, int] = {}  # register -> deepest load chain its value descends from
-        deepest = 0
-        for pc in span:
-            text = sass(pc)
-            if text is None:
-                return None
-            opcode, operands = _parse(text)
-            if not operands:
-                continue
-            width = _width(opcode)
-            if pc in load_pcs:
-                address = "".join(o for o in operands[1:] if "[" in o)
-                depth = 1 + max((depth_of.get(r, 0) for r in _registers(address, 2)), default=0)
-                deepest = max(deepest, depth)
-                for r in _registers(operands[0], width):
-                    depth_of[r] = depth
-            elif not opcode.startswith(_NO_DESTINATION):
-                sources = set().union(*(_registers(o, 2) for o in operands[1:])) if len(operands) > 1 else set()
-                inherited = max((depth_of.get(r, 0) for r in sources), default=0)
-                for r in _registers(operands[0], width):
-                    depth_of[r] = inherited
-        waits += float(body["inst_executed"].iloc[0]) * deepest
+        span = body["pc"][(body["pc"] >= min(load_pcs)) & (body["pc"] <= max(load_pcs))].astype(int).tolist()
+        traced.append((float(body["inst_executed"].iloc[0]), load_pcs, span))
+    texts = sass_texts(sorted({pc for _, _, span in traced for pc in span})) if traced else {}
+    if any(text is None for text in texts.values()):
+        return None
+    for executions, load_pcs, span in traced:
+        waits += executions * _deepest_chain(load_pcs, [texts[pc] for pc in span], span)
     return waits
+
+
+def _deepest_chain(load_pcs: set[int], texts: list[str], span: list[int]) -> int:
+    """The longest chain of global loads in a block whose address descends from an earlier load."""
+    depth_of: dict[int, int] = {}  # register -> deepest load chain its value descends from
+    deepest = 0
+    for pc, text in zip(span, texts):
+        opcode, operands = _parse(text)
+        if not operands:
+            continue
+        width = _width(opcode)
+        if pc in load_pcs:
+            address = "".join(o for o in operands[1:] if "[" in o)
+            depth = 1 + max((depth_of.get(r, 0) for r in _registers(address, 2)), default=0)
+            deepest = max(deepest, depth)
+            for r in _registers(operands[0], width):
+                depth_of[r] = depth
+        elif not opcode.startswith(_NO_DESTINATION):
+            sources = set().union(*(_registers(o, 2) for o in operands[1:])) if len(operands) > 1 else set()
+            inherited = max((depth_of.get(r, 0) for r in sources), default=0)
+            for r in _registers(operands[0], width):
+                depth_of[r] = inherited
+    return deepest

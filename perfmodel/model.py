@@ -68,7 +68,7 @@ def pnorm(times: Iterable[float], exponent: float | None) -> float:
     if not present:
         return 0.0
     larger = max(present)
-    if not exponent:
+    if not exponent or math.isinf(larger):
         return larger
     # Scaled by the largest: the same norm, but t^p cannot overflow for a huge t.
     return float(larger * sum((t / larger) ** exponent for t in present) ** (1.0 / exponent))

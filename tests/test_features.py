@@ -133,13 +133,13 @@ def test_perturbing_every_other_raw_metric_before_derivation_does_not_move_featu
     original = ncu_rep._profile_from_records
     scaled: set[str] = set()
 
-    def perturbed(path, context, records, ncu_report):
+    def perturbed(path, native, records):
         for record in records:
             for name, (value, unit) in list(record.raw.items()):
                 if name not in allowed:
                     record.raw[name] = (value * 7.0 + 3.0, unit)
                     scaled.add(name)
-        return original(path, context, records, ncu_report)
+        return original(path, native, records)
 
     monkeypatch.setattr(ncu_rep, "_profile_from_records", perturbed)
     changed = load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz")

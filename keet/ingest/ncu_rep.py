@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-import faulthandler
 import functools
 import math
-import multiprocessing
 import os
 import struct
-import sys
-import tempfile
-import weakref
 from collections.abc import Collection
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
 
 from keet.errors import ProfileError
 from keet.ingest import limits, register, sniff
 from keet.ingest.assemble import assemble
 from keet.ingest.compressed import Content, plain_copy
+from keet.ingest.ncu_rep_native import (
+    NativeReport,
+    first_line,
+    native_errors,
+    raise_on,
+    worker_pool,
+)
 from keet.profile import Device, Kernel, Profile, RuleResult, SourceCounters
 
 MAGIC = sniff.NCU_REP_MAGIC
@@ -40,7 +38,6 @@ _MAX_WORKERS = 4
 # Read even when a caller asks for a subset of metrics: the launch and the device.
 _ALWAYS_READ = ("launch__", "device__attribute_")
 _ACTIONS_PER_WORKER = 4  # below this many actions per worker another process costs more than it saves
-_MAX_FUNCTION_BYTES = 1 << 26  # PCs of per-instruction counters lie within this of the function start
 _MAX_BLOCK_HEADER_BYTES = 1 << 24  # real block headers are at most 132 KiB (reports of ncu 2022.2-2025.3)
 
 
@@ -53,7 +50,7 @@ class NcuReportReader:
         return sniff.ncu_rep(head)
 
     def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
-        import ncu_report  # imported lazily: it loads a native library
+        import ncu_report  # noqa: F401 - lazily (a native library), here: forked workers inherit it loaded
 
         path = Path(path)  # compared with the copy's path below: a str would never equal it
         keep = frozenset(metrics) if metrics is not None else None
@@ -61,71 +58,22 @@ class NcuReportReader:
         # stops at its first bad block, before the copy grows.
         plain = plain_copy(path, walk=functools.partial(_walk_framing, path))
         try:
-            # The native reader aborts the process on some damaged reports: the actions are read
-            # in forked workers first, and this process loads the report only once they could.
+            # All native reads run in forked workers (keet/ingest/ncu_rep_native.py says why).
             records = _read_all_actions(path, str(plain), keep)
-            with _native_errors() as errors:
-                context = ncu_report.load_report(str(plain))
-            _raise_on(errors)
         except BaseException as exc:  # Ctrl-C too must not leave the copy behind
             if plain != path:
                 plain.unlink(missing_ok=True)
             if isinstance(exc, ProfileError) or not isinstance(exc, Exception):
                 raise
-            raise ProfileError(path, f"report is corrupt ({_first_line(exc)})") from None
-        if plain != path:
-            # The native reader keeps reading the file (source counters are lazy):
-            # remove the decompressed copy only when the report object goes away (or at exit).
-            weakref.finalize(context, _remove_in_owner, plain, os.getpid())
+            raise ProfileError(path, f"report is corrupt ({first_line(exc)})") from None
+        # The copy lives as long as the report's kernels: their source counters are read from it later.
+        native = NativeReport(path, plain)
         try:
-            return _profile_from_records(path, context, records, ncu_report)
+            return _profile_from_records(path, native, records)
         except ProfileError:
             raise
         except Exception as exc:  # noqa: BLE001 - a damaged payload surfaces as odd values deep in the native reader
-            raise ProfileError(path, f"report is corrupt ({_first_line(exc)})") from None
-
-
-def _remove_in_owner(path: Path, owner: int) -> None:
-    """Remove a temporary copy, but only in the process that made it: forked workers hold
-    copies of the report object, and collecting those must not delete the parent's file."""
-    if os.getpid() == owner:
-        path.unlink(missing_ok=True)
-
-
-class CorruptReport(RuntimeError):
-    """The native reader could not parse part of the report (raised in workers, mapped to ProfileError)."""
-
-
-@contextmanager
-def _native_errors():
-    """Capture what the native reader prints on stderr (protobuf parse errors) while it runs.
-
-    Those messages are the only sign of a damaged payload, and must not reach the user's
-    terminal as noise: the caller turns them into one clear error.
-    """
-    sys.stderr.flush()
-    saved = os.dup(2)
-    captured: list[str] = []
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield captured
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            captured.append(sink.read().decode("utf-8", errors="replace"))
-
-
-def _raise_on(errors: list[str]) -> None:
-    parse_errors = [line for line in "".join(errors).splitlines() if "Can't parse message" in line]
-    if parse_errors:
-        raise CorruptReport(parse_errors[0].split("] ", 1)[-1])
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+            raise ProfileError(path, f"report is corrupt ({first_line(exc)})") from None
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -257,70 +205,9 @@ def _rule_results(rules: list[dict]) -> list[RuleResult]:
     return results
 
 
-def _source_counters(path: Path, context, record: _ActionRecord, ncu_report, columns: frozenset[str] | None = None
-                     ) -> SourceCounters | None:
-    try:
-        with _native_errors() as errors:
-            counters = _read_source_counters(context, record, ncu_report, columns)
-        _raise_on(errors)
-    except Exception as exc:  # noqa: BLE001 - the native reader fails in any way on a damaged payload
-        raise ProfileError(path, f"report is corrupt: its source counters cannot be read ({_first_line(exc)})") from None
-    return counters
-
-
-def _read_source_counters(context, record: _ActionRecord, ncu_report, wanted: frozenset[str] | None = None
-                          ) -> SourceCounters | None:
-    """Per-PC counters (source/SASS view) of one action, with file:line attribution.
-
-    Instanced metrics are keyed by PCs, but also by block size, link, SM, sample...: keep
-    those whose keys all fall inside the kernel's code (launch__function_pcs gives its start).
-    """
-    action = context.range_by_idx(record.range_index).action_by_idx(record.action_index)
-    function_pcs = action.metric_by_name("launch__function_pcs")
-    if function_pcs is None or function_pcs.num_instances() == 0:
-        return None
-    base = min(function_pcs.as_uint64(i) for i in range(function_pcs.num_instances()))
-    per_pc = lambda pc: base <= pc < base + _MAX_FUNCTION_BYTES
-    integer_ids = (ncu_report.IMetric.ValueKind_UINT64, ncu_report.IMetric.ValueKind_UINT32)
-    columns: dict[str, dict[int, float]] = {}
-    for name in action.metric_names():
-        if wanted is not None and name not in wanted:
-            continue
-        metric = action.metric_by_name(name)
-        if metric.num_instances() == 0 or not metric.has_correlation_ids():
-            continue
-        ids = metric.correlation_ids()
-        if ids.kind() not in integer_ids or not per_pc(ids.as_uint64(0)):
-            continue
-        keys = [ids.as_uint64(i) for i in range(metric.num_instances())]
-        if all(per_pc(pc) for pc in keys):
-            columns[name] = dict(zip(keys, (metric.as_double(i) for i in range(len(keys)))))
-    if not columns:
-        return None
-    pcs = sorted(set().union(*columns.values()))
-    # file:line attribution is the costly part (~35 us per PC): a reader of a few columns goes without
-    locations = [action.source_info(pc) for pc in pcs] if wanted is None else [None] * len(pcs)
-    frame = pd.DataFrame(
-        {
-            "pc": [pc - base for pc in pcs],
-            "file": [info.file_name() if info is not None else None for info in locations],
-            "line": [info.line() if info is not None else None for info in locations],
-            **{name: [values.get(pc, 0.0) for pc in pcs] for name, values in columns.items()},
-        }
-    )
-    # Disassembly costs ~0.4 ms per instruction in ncu-report: fetched per PC on demand.
-    sass = functools.lru_cache(maxsize=None)(lambda offset: _sass_text(action.sass_by_pc(base + offset)))
-    files = dict(action.source_files().items()) if wanted is None else {}
-    return SourceCounters(instructions=frame, files=files, sass_loader=sass)
-
-
 def _opcode_table(metric) -> dict[str, float]:
     ids = metric.correlation_ids()
     return {ids.as_string(i): metric.as_double(i) for i in range(metric.num_instances())}
-
-
-def _sass_text(text: str) -> str | None:
-    return None if text in ("", "???", "N/A") else text
 
 
 @dataclass
@@ -426,7 +313,7 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
     """
     import ncu_report
 
-    with _native_errors() as errors:
+    with native_errors() as errors:
         context = ncu_report.load_report(report)
         kinds = _MetricKinds(ncu_report)
         records = []
@@ -437,7 +324,7 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
             skip = ("device__attribute_",) if device_id in seen_devices else ()
             seen_devices.add(device_id)
             records.append(_read_action(action, range_index, action_index, ncu_report, kinds, skip, keep))
-    _raise_on(errors)
+    raise_on(errors)
     return records
 
 
@@ -469,20 +356,14 @@ def _share_device_attributes(records: list[_ActionRecord]) -> None:
             record.strings.setdefault(name, value)
 
 
-def _quiet_worker() -> None:
-    """A worker's native abort is reported as a corrupt report: no fault-handler dump (pytest and
-    PYTHONFAULTHANDLER enable one, inherited through fork) on the user's terminal."""
-    faulthandler.disable()
-
-
 def _positions(report: str) -> list[tuple[int, int]]:
     """(range, action) of every action of a report: runs in a worker process."""
     import ncu_report
 
-    with _native_errors() as errors:
+    with native_errors() as errors:
         context = ncu_report.load_report(report)
         positions = [(r, a) for r in range(context.num_ranges()) for a in range(context.range_by_idx(r).num_actions())]
-    _raise_on(errors)
+    raise_on(errors)
     return positions
 
 
@@ -494,9 +375,8 @@ def _read_all_actions(path: Path, report: str, keep: frozenset[str] | None) -> l
     aborts on some damaged reports (a protobuf CHECK failure, found by flipping bits): in a
     worker, that is a corrupt report, not the end of keet.
     """
-    fork = multiprocessing.get_context("fork")
     try:
-        with ProcessPoolExecutor(1, mp_context=fork, initializer=_quiet_worker) as pool:
+        with worker_pool() as pool:
             positions = pool.submit(_positions, report).result()
             if not positions:
                 raise ProfileError(path, "report holds no profiled kernels (empty or corrupt)")
@@ -507,7 +387,7 @@ def _read_all_actions(path: Path, report: str, keep: frozenset[str] | None) -> l
                 return records
         chunks = [positions[i::workers] for i in range(workers)]
         # Every chunk must read device attributes once: reading them is keyed to its first action.
-        with ProcessPoolExecutor(workers, mp_context=fork, initializer=_quiet_worker) as pool:
+        with worker_pool(workers) as pool:
             parts = list(pool.map(_read_actions, [report] * workers, chunks, [keep] * workers))
     except BrokenProcessPool:
         raise ProfileError(path, "report is corrupt (the Nsight Compute reader crashed on it)") from None
@@ -544,7 +424,12 @@ def _kernel(kid: int, record: _ActionRecord, device_id: int, source_loader) -> K
     )
 
 
-def _profile_from_records(path: Path, context, records: list[_ActionRecord], ncu_report) -> Profile:
+def _source_of(native: NativeReport, position: tuple[int, int], columns: frozenset[str] | None = None
+               ) -> SourceCounters | None:
+    return native.source(position, columns)
+
+
+def _profile_from_records(path: Path, native: NativeReport, records: list[_ActionRecord]) -> Profile:
     kernels: list[Kernel] = []
     raw: dict[int, dict[str, tuple[float, str]]] = {}
     devices: dict[int, Device] = {}
@@ -556,7 +441,7 @@ def _profile_from_records(path: Path, context, records: list[_ActionRecord], ncu
         device_id = int(record.raw.get("launch__device_id", (0, ""))[0])
         if device_id not in devices:
             devices[device_id] = _device({**{k: v for k, (v, _) in record.raw.items()}, **record.strings})
-        loader = functools.partial(_source_counters, path, context, record, ncu_report)
+        loader = functools.partial(_source_of, native, (record.range_index, record.action_index))
         loader.takes_columns = True  # Kernel.source_columns: a reader may read a few columns alone
         kernels.append(_kernel(kid, record, device_id, loader))
         raw[kid] = record.raw
