@@ -84,12 +84,22 @@ class Kernel:
             self.source_loader = None
         return self._source
 
-    def source_columns(self, columns: Collection[str]) -> SourceCounters | None:
-        """Per-instruction counters with at least `columns` (besides pc, file, line): read alone
-        when nothing has read them all yet (a fraction of the cost), not kept."""
+    def source_columns(self, columns: Collection[str], locations: bool = False) -> SourceCounters | None:
+        """Per-instruction counters with at least `columns` (besides pc, file, line), read alone
+        when nothing has read them all yet (a fraction of the cost) and not kept. file:line (and
+        the embedded source files) come only with `locations`, and then only for the
+        instructions where one of the columns is non-zero: attribution is the costly part."""
         if self._source is None and self.source_loader is not None and getattr(self.source_loader, "takes_columns", False):
-            return self.source_loader(columns=frozenset(columns))
+            return self.source_loader(columns=frozenset(columns), locations=locations)
         return self.source
+
+    def warm_source(self) -> None:
+        """Let the reader start decoding this kernel's per-instruction view in the background,
+        where it can (Nsight Compute reports): a caller about to read several kernels' source
+        counters warms them all first, in the order it reads them."""
+        warm = getattr(self.source_loader, "warm", None)
+        if self._source is None and warm is not None:
+            warm()
 
     @source.setter
     def source(self, counters: SourceCounters | None) -> None:

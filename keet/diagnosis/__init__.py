@@ -231,4 +231,7 @@ def _rules(profile: Profile, kernel: Kernel) -> Diagnosis:
 
 def diagnose(profile: Profile, kernels: list[Kernel] | None = None, model: bool = True) -> list[Diagnosis]:
     """A diagnosis per kernel (all kernels when none are given), in the order given."""
-    return [diagnose_kernel(profile, kernel, model) for kernel in (profile.kernels if kernels is None else kernels)]
+    kernels = profile.kernels if kernels is None else kernels
+    for kernel in kernels:  # the reader decodes per-instruction views ahead of the rules and the model
+        kernel.warm_source()
+    return [diagnose_kernel(profile, kernel, model) for kernel in kernels]

@@ -424,9 +424,9 @@ def _kernel(kid: int, record: _ActionRecord, device_id: int, source_loader) -> K
     )
 
 
-def _source_of(native: NativeReport, position: tuple[int, int], columns: frozenset[str] | None = None
-               ) -> SourceCounters | None:
-    return native.source(position, columns)
+def _source_of(native: NativeReport, position: tuple[int, int], columns: frozenset[str] | None = None,
+               locations: bool = True) -> SourceCounters | None:
+    return native.source(position, columns, locations)
 
 
 def _profile_from_records(path: Path, native: NativeReport, records: list[_ActionRecord]) -> Profile:
@@ -441,7 +441,9 @@ def _profile_from_records(path: Path, native: NativeReport, records: list[_Actio
         device_id = int(record.raw.get("launch__device_id", (0, ""))[0])
         if device_id not in devices:
             devices[device_id] = _device({**{k: v for k, (v, _) in record.raw.items()}, **record.strings})
-        loader = functools.partial(_source_of, native, (record.range_index, record.action_index))
+        position = (record.range_index, record.action_index)
+        loader = functools.partial(_source_of, native, position)
+        loader.warm = functools.partial(native.warm, [position])
         loader.takes_columns = True  # Kernel.source_columns: a reader may read a few columns alone
         kernels.append(_kernel(kid, record, device_id, loader))
         raw[kid] = record.raw

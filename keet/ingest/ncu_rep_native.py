@@ -10,9 +10,10 @@ Two facts of ncu-report shape this module:
   gone (measured with ncu-report 2025.3: malloc_trim returns 11 MB of it). A process that reads
   many reports (keet report over a folder, the test suite) would grow without end.
 
-So the lazy reads of one report (source counters, SASS) go to one worker process of its own,
-started on the first such read and ended, with all it holds, when the report's Profile is
-collected. The worker answers plain data: frames, dictionaries, strings.
+So the lazy reads of one report (source counters, SASS) go to worker processes of its own,
+started on the first such read and ended, with all they hold, when the report's Profile is
+collected or when one has grown too large. Workers answer plain data: frames, dictionaries,
+strings.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Collection, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,10 @@ from keet.profile import SourceCounters
 FORK = multiprocessing.get_context("fork")
 # PCs of per-instruction counters lie within this of the function start.
 _MAX_FUNCTION_BYTES = 1 << 26
+# Workers per report: decoding actions side by side pays on 2 cores; more cost memory.
+MAX_WORKERS = 2
+# A worker past this is ended after its answer (what the native reader decoded is never freed).
+WORKER_RSS_LIMIT_BYTES = 768 << 20
 
 
 class CorruptReport(RuntimeError):
@@ -89,41 +94,74 @@ def worker_pool(workers: int = 1) -> ProcessPoolExecutor:
 
 
 class NativeReport:
-    """The lazy reads of one report, answered by a worker process of its own.
+    """The lazy reads of one report, answered by worker processes of its own.
 
-    Kernels hold bound methods of this object; when the last of them goes, the worker ends and
-    the decompressed copy of the report (if the reader made one) is removed.
+    Each action is read by one worker (its slot, given in the order actions are first asked
+    for or warmed), so that what the native reader decoded for it is decoded once. A worker
+    that has grown past WORKER_RSS_LIMIT_BYTES is ended after its answer and the slot starts a
+    new one on its next request: the native reader's memory is bounded per worker, not per
+    report. Kernels hold bound methods of this object; when the last of them goes, the workers
+    end and the decompressed copy of the report (if the reader made one) is removed.
     """
 
-    def __init__(self, path: Path, plain: Path) -> None:
+    def __init__(self, path: Path, plain: Path, workers: int | None = None) -> None:
         self.path = path
         self.plain = plain
         self._lock = threading.Lock()
-        self._pool: list[ProcessPoolExecutor] = []  # a list: the finalizer must not hold self
-        weakref.finalize(self, _close, self._pool, plain if plain != path else None, os.getpid())
+        count = workers or max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+        self._pools: list[ProcessPoolExecutor | None] = [None] * count  # the finalizer holds the list, not self
+        self._slots: dict[tuple[int, int], int] = {}
+        weakref.finalize(self, _close, self._pools, plain if plain != path else None, os.getpid())
 
-    def _ask(self, function, *args):
+    def _slot(self, position: tuple[int, int]) -> int:
         with self._lock:
-            if not self._pool:
-                self._pool.append(worker_pool())
-            pool = self._pool[0]
+            return self._slots.setdefault(position, len(self._slots) % len(self._pools))
+
+    def _submit(self, slot: int, position: tuple[int, int], function, *args) -> Future:
+        with self._lock:
+            pool = self._pools[slot]
+            if pool is None:
+                pool = self._pools[slot] = worker_pool()
+            return pool.submit(function, str(self.plain), position, *args)
+
+    def _ask(self, position: tuple[int, int], function, *args):
+        slot = self._slot(position)
         try:
-            answer, errors = pool.submit(function, str(self.plain), *args).result()
+            answer, errors, rss = self._submit(slot, position, function, *args).result()
         except BrokenProcessPool:
-            with self._lock:
-                self._pool.clear()  # the next read starts a new worker
+            self._retire(slot)  # the next read starts a new worker
             raise ProfileError(self.path, "report is corrupt (the Nsight Compute reader crashed on it)") from None
         except Exception as exc:  # noqa: BLE001 - the native reader fails in any way on a damaged payload
             raise ProfileError(self.path, f"report is corrupt: its source counters cannot be read ({first_line(exc)})") from None
+        if rss > WORKER_RSS_LIMIT_BYTES:
+            self._retire(slot)
         if errors:
             raise ProfileError(self.path, f"report is corrupt: its source counters cannot be read ({errors})")
         return answer
 
-    def source(self, position: tuple[int, int], columns: Collection[str] | None = None) -> SourceCounters | None:
-        """Per-instruction counters of the action at (range, action): every instanced per-PC metric
-        with file:line and the embedded source files, or only `columns` without them (cheaper)."""
+    def _retire(self, slot: int) -> None:
+        with self._lock:
+            pool, self._pools[slot] = self._pools[slot], None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def warm(self, positions: Iterable[tuple[int, int]]) -> None:
+        """Start decoding these actions' per-instruction views in the workers, in this order,
+        without waiting: reads that follow in the same order find them ready, and the workers
+        decode side by side while the caller works. Failures surface on the reads themselves."""
+        for position in positions:
+            try:
+                self._submit(self._slot(position), position, _warm_in_worker)
+            except BrokenProcessPool:
+                self._retire(self._slot(position))
+
+    def source(self, position: tuple[int, int], columns: Collection[str] | None = None, locations: bool = True
+               ) -> SourceCounters | None:
+        """Per-instruction counters of the action at (range, action): every instanced per-PC metric,
+        or only `columns`; with `locations`, file:line and the embedded source files (for only
+        `columns`: where one of them is non-zero)."""
         wanted = frozenset(columns) if columns is not None else None
-        answer = self._ask(_source_in_worker, position, wanted)
+        answer = self._ask(position, _source_in_worker, wanted, locations)
         if answer is None:
             return None
         frame, files, base = answer
@@ -131,7 +169,7 @@ class NativeReport:
 
     def sass(self, position: tuple[int, int], addresses: list[int]) -> dict[int, str | None]:
         """SASS text at absolute addresses of an action (None where the report cannot disassemble)."""
-        return self._ask(_sass_in_worker, position, addresses)
+        return self._ask(position, _sass_in_worker, addresses)
 
 
 class _SassLoader:
@@ -146,14 +184,15 @@ class _SassLoader:
         return {offset: texts[self.base + offset] for offset in offsets}
 
 
-def _close(pool: list[ProcessPoolExecutor], copy: Path | None, owner: int) -> None:
-    """End a report's worker and remove its decompressed copy, only in the process that made them:
+def _close(pools: list[ProcessPoolExecutor | None], copy: Path | None, owner: int) -> None:
+    """End a report's workers and remove its decompressed copy, only in the process that made them:
     forked workers hold copies of the objects, and collecting those must not touch the parent's."""
     if os.getpid() != owner:
         return
-    for executor in pool:
-        executor.shutdown(wait=False, cancel_futures=True)
-    pool.clear()
+    for index, pool in enumerate(pools):
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+            pools[index] = None
     if copy is not None:
         copy.unlink(missing_ok=True)
 
@@ -172,34 +211,54 @@ def _action(report: str, position: tuple[int, int]):
     return context.range_by_idx(position[0]).action_by_idx(position[1])
 
 
-def _source_in_worker(report: str, position: tuple[int, int], wanted: frozenset[str] | None):
+def _answer(read, *args):
+    """(answer, parse error or None, this worker's resident bytes): what a worker sends back."""
     with native_errors() as errors:
-        answer = _read_source(_action(report, position), wanted)
+        answer = read(*args)
     try:
         raise_on(errors)
     except CorruptReport as exc:
-        return None, str(exc)
-    return answer, None
+        return None, str(exc), _resident_bytes()
+    return answer, None, _resident_bytes()
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _source_in_worker(report: str, position: tuple[int, int], wanted: frozenset[str] | None, locations: bool):
+    return _answer(lambda: _read_source(_action(report, position), wanted, locations))
 
 
 def _sass_in_worker(report: str, position: tuple[int, int], addresses: list[int]):
-    with native_errors() as errors:
+    def read() -> dict[int, str | None]:
         action = _action(report, position)
-        texts = {address: _sass_text(action.sass_by_pc(address)) for address in addresses}
-    try:
-        raise_on(errors)
-    except CorruptReport as exc:
-        return None, str(exc)
-    return texts, None
+        return {address: _sass_text(action.sass_by_pc(address)) for address in addresses}
+
+    return _answer(read)
+
+
+def _warm_in_worker(report: str, position: tuple[int, int]):
+    """Decode an action's per-instruction view: the first disassembly costs 50-600 ms an action,
+    every later one about 25 us (ncu-report 2025.3, H100 reports)."""
+    def read() -> None:
+        action = _action(report, position)
+        function_pcs = action.metric_by_name("launch__function_pcs")
+        if function_pcs is not None and function_pcs.num_instances():
+            action.sass_by_pc(function_pcs.as_uint64(0))
+
+    return _answer(read)
 
 
 def _sass_text(text: str) -> str | None:
     return None if text in ("", "???", "N/A") else text
 
 
-def _read_source(action, wanted: frozenset[str] | None) -> tuple[pd.DataFrame, dict[str, str], int] | None:
-    """Per-PC counters (source/SASS view) of one action, with file:line attribution unless only
-    some columns are wanted; the frame's pc is an offset from the function start (`base`).
+def _read_source(action, wanted: frozenset[str] | None, locations: bool) -> tuple[pd.DataFrame, dict[str, str], int] | None:
+    """Per-PC counters (source/SASS view) of one action, the `wanted` ones or all, with file:line
+    attribution where asked (for wanted columns: only where one of them is non-zero); the frame's
+    pc is an offset from the function start (`base`).
 
     Instanced metrics are keyed by PCs, but also by block size, link, SM, sample...: keep
     those whose keys all fall inside the kernel's code (launch__function_pcs gives its start).
@@ -231,15 +290,19 @@ def _read_source(action, wanted: frozenset[str] | None) -> tuple[pd.DataFrame, d
     if not columns:
         return None
     pcs = sorted(set().union(*columns.values()))
-    # file:line attribution is the costly part (~35 us per PC): a reader of a few columns goes without
-    locations = [action.source_info(pc) for pc in pcs] if wanted is None else [None] * len(pcs)
+    # file:line attribution is the costly part (~35 us per PC): a reader of a few columns asks
+    # for it where its counters have something to attribute
+    def located(pc: int) -> bool:
+        return locations and (wanted is None or any(values.get(pc) for values in columns.values()))
+
+    where = [action.source_info(pc) if located(pc) else None for pc in pcs]
     frame = pd.DataFrame(
         {
             "pc": [pc - base for pc in pcs],
-            "file": [info.file_name() if info is not None else None for info in locations],
-            "line": [info.line() if info is not None else None for info in locations],
+            "file": [info.file_name() if info is not None else None for info in where],
+            "line": [info.line() if info is not None else None for info in where],
             **{name: [values.get(pc, 0.0) for pc in pcs] for name, values in columns.items()},
         }
     )
-    files = dict(action.source_files().items()) if wanted is None else {}
+    files = dict(action.source_files().items()) if locations else {}
     return frame, files, base

@@ -234,7 +234,7 @@ class KernelView:
 
     def hot_lines(self, counter: str, top: int = 3, minimum_share: float = 0.05, ideal: str | None = None) -> list[SourceLine]:
         """Source lines ranked by a per-instruction counter (or its excess over ``ideal``)."""
-        source = self.kernel.source
+        source = self.kernel.source_columns([counter, *([ideal] if ideal else [])], locations=True)
         if source is None or counter not in source.counter_names():
             return []
         lines = source.by_line()
