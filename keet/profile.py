@@ -93,13 +93,15 @@ class Kernel:
             return self.source_loader(columns=frozenset(columns), locations=locations)
         return self.source
 
-    def warm_source(self) -> None:
-        """Let the reader start decoding this kernel's per-instruction view in the background,
-        where it can (Nsight Compute reports): a caller about to read several kernels' source
-        counters warms them all first, in the order it reads them."""
-        warm = getattr(self.source_loader, "warm", None)
-        if self._source is None and warm is not None:
-            warm()
+    def prefetch_source(self, columns: Collection[str], sass_for: Callable[[pd.DataFrame], list[int]] | None = None) -> None:
+        """Let the reader start reading `columns` (as :meth:`source_columns` without locations)
+        and the SASS at the pc offsets `sass_for` picks from them, in the background where it can
+        (Nsight Compute reports): a caller about to read several kernels warms them all first, in
+        the order it reads them. `sass_for` must be a module-level function (it may run in a
+        worker process)."""
+        prefetch = getattr(self.source_loader, "prefetch", None)
+        if self._source is None and prefetch is not None:
+            prefetch(frozenset(columns), sass_for)
 
     @source.setter
     def source(self, counters: SourceCounters | None) -> None:

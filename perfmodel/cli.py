@@ -116,7 +116,7 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
     SOURCE.cu with no GPU: the program's host code runs against a recording CUDA runtime to
     find its launches (or the flags give one), and each kernel's PTX is interpreted on a
     sample of its blocks to count its work."""
-    from perfmodel.features import features, raw_metrics
+    from perfmodel.features import features, prefetch, raw_metrics
     from perfmodel.model import predict as predict_kernel
 
     hardware = gpu(gpu_id)
@@ -132,6 +132,7 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
     if not kernels:
         raise KeetError(f"{profile.source}: no kernel matches {kernel!r}")
     results: list[dict] = []
+    prefetch(kernels)
     for k in kernels:
         try:
             work = features(profile, k)  # NotPredicted (a ValueError) when the profile lacks essential work
@@ -160,10 +161,16 @@ def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain:
     for item in counted:
         if isinstance(item, StaticError):
             name = item.launch.name if item.launch else str(path)
-            results.append({"name": name, "predicted_ns": None, "error": str(item)})
+            failed = {"name": name, "predicted_ns": None, "error": str(item)}
+            if item.launched_by:  # a device-side launch (dynamic parallelism) the interpreter did not count
+                failed |= {"launched_by": item.launched_by, "grid": list(item.launch.grid), "block": list(item.launch.block),
+                           "launches": item.launch.count}
+            results.append(failed)
             continue
         launch = item.launch
         entry = {"grid": list(launch.grid), "block": list(launch.block), "launches": launch.count}
+        if item.launched_by:
+            entry["launched_by"] = item.launched_by
         try:
             entry = predict_kernel(hardware, item.features, context).as_dict() | entry
         except ValueError as exc:
@@ -205,13 +212,14 @@ def _report(source: str, hardware, results: list[dict], fmt: str, context: str, 
     if build.get("toolkit"):
         click.echo(fill(f"  compiled with {build['toolkit']}"))
     for r in results:
+        device = f" (launched from the device by {terminal(r['launched_by'])})" if r.get("launched_by") else ""
         if r["predicted_ns"] is None:
-            times = f" x{r['launches']}" if r.get("library") else ""
-            click.echo(fill(f"  {terminal(r['name'])}{times}: not predicted: {terminal(r['error'])}"))
+            times = f" x{r['launches']}" if r.get("library") or r.get("launched_by") else ""
+            click.echo(fill(f"  {terminal(r['name'])}{times}{device}: not predicted: {terminal(r['error'])}"))
             continue
         parts = ", ".join(f"{name} {si(ns, 'ns')}" for name, ns in list(r["breakdown"].items())[:4])
         at_least = ">= " if r["lower_bound"] else ""
-        launch = f" <<<{tuple(r['grid'])}, {tuple(r['block'])}>>> x{r['launches']}" if "grid" in r else ""
+        launch = f" <<<{tuple(r['grid'])}, {tuple(r['block'])}>>> x{r['launches']}{device}" if "grid" in r else ""
         click.echo(fill(f"  {terminal(r['name'])}{launch}: {at_least}{si(r['predicted_ns'], 'ns')} ({r['bound']}-bound; {parts})"))
         if r.get("missing_counts"):
             click.echo(fill(f"    lower bound: the profile lacks {'; '.join(r['missing_counts'])}"))

@@ -11,13 +11,13 @@ features do not move.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field
 
 from keet.canonical import names_in, vocabulary
 from keet.profile import Kernel, Profile
 from perfmodel.hardware import SECTOR_BYTES, assumed_isa, isa
-from perfmodel.load_chains import LOAD_CHAIN_COLUMNS, load_waits
+from perfmodel.load_chains import LOAD_CHAIN_COLUMNS, load_waits, sass_needed
 
 # Canonical work counts the model may read (feature name -> canonical metric).
 WORK_COUNTS = {
@@ -178,6 +178,13 @@ def global_atomic_ops(thread_table: dict[str, float], warp_modifiers: dict[str, 
             share = c / total if total else 1.0
             out[f"global_atomic_ops_{kind}"] = out.get(f"global_atomic_ops_{kind}", 0.0) + threads * share
     return out
+
+
+def prefetch(kernels: Iterable[Kernel]) -> None:
+    """Let the reader read ahead, in the background where it can, what :func:`features` will read
+    of each kernel's per-instruction counters (the load chains' columns and SASS), in this order."""
+    for kernel in kernels:
+        kernel.prefetch_source(LOAD_CHAIN_COLUMNS, sass_needed)
 
 
 def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> float | None:

@@ -53,33 +53,44 @@ def load_waits(instructions: pd.DataFrame, sass_texts: Callable[[list[int]], dic
     """Warp-level count of global-load waits: sum over basic blocks holding global loads of the
     block's executions x its deepest load chain. None when the table lacks the columns or the
     SASS of a load cannot be read. `sass_texts` maps pc offsets to SASS text (one request for
-    every instruction the chains need: disassembly is slow, SourceCounters.sass_texts)."""
+    every instruction the chains need, :func:`sass_needed`: disassembly is slow)."""
     if not {"pc", *LOAD_CHAIN_COLUMNS} <= set(instructions.columns):
         return None
+    lone_waits, traced = _blocks(instructions)
+    texts = sass_texts(sorted({pc for _, _, span in traced for pc in span})) if traced else {}
+    if any(text is None for text in texts.values()):
+        return None
+    return lone_waits + sum(executions * _deepest_chain(load_pcs, [texts[pc] for pc in span], span)
+                            for executions, load_pcs, span in traced)
+
+
+def sass_needed(instructions: pd.DataFrame) -> list[int]:
+    """The pc offsets whose SASS :func:`load_waits` reads (a reader may fetch them ahead)."""
+    if not {"pc", *LOAD_CHAIN_COLUMNS} <= set(instructions.columns):
+        return []
+    return sorted({pc for _, _, span in _blocks(instructions)[1] for pc in span})
+
+
+def _blocks(instructions: pd.DataFrame) -> tuple[float, list[tuple[float, set[int], list[int]]]]:
+    """Waits of blocks with one global load (no SASS needed), and per block with several:
+    (executions, load pcs, pcs from its first load to its last)."""
     rows = instructions[instructions["inst_executed"] > 0].sort_values("pc")
-    if rows.empty:
-        return 0.0
     # basic blocks: runs of consecutive executed instructions with the same count
     block = (rows["inst_executed"] != rows["inst_executed"].shift()).cumsum()
-    waits = 0.0
-    traced: list[tuple[float, set[int], list[int]]] = []  # (executions, load pcs, pcs from first load to last)
+    lone_waits = 0.0
+    traced: list[tuple[float, set[int], list[int]]] = []
     for _, body in rows.groupby(block, sort=False):
         loads = (body["memory_access_type"] == _LOAD) & (body["memory_type"] == _GLOBAL)
         if not loads.any():
             continue
-        if loads.sum() == 1:  # one load: one wait, whatever its address came from (no SASS needed)
-            waits += float(body["inst_executed"].iloc[0])
+        if loads.sum() == 1:  # one load: one wait, whatever its address came from
+            lone_waits += float(body["inst_executed"].iloc[0])
             continue
         # from the block's first load to its last: what comes before cannot descend from a load
         load_pcs = set(body["pc"][loads].astype(int))
         span = body["pc"][(body["pc"] >= min(load_pcs)) & (body["pc"] <= max(load_pcs))].astype(int).tolist()
         traced.append((float(body["inst_executed"].iloc[0]), load_pcs, span))
-    texts = sass_texts(sorted({pc for _, _, span in traced for pc in span})) if traced else {}
-    if any(text is None for text in texts.values()):
-        return None
-    for executions, load_pcs, span in traced:
-        waits += executions * _deepest_chain(load_pcs, [texts[pc] for pc in span], span)
-    return waits
+    return lone_waits, traced
 
 
 def _deepest_chain(load_pcs: set[int], texts: list[str], span: list[int]) -> int:

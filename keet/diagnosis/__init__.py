@@ -38,6 +38,7 @@ from keet.diagnosis.verdict import Verdict, verdict
 from keet.profile import Kernel, Profile
 from keet.rules import AMD_RULES, RULES, Finding, KernelView, Rule
 from keet.rules.amd_base import Unassessed
+from perfmodel.features import prefetch
 
 # A cause outranks its symptom when fixing it would remove at least this share of the
 # symptom's load (e.g. excess sectors that are half of the saturated L2's traffic).
@@ -232,6 +233,6 @@ def _rules(profile: Profile, kernel: Kernel) -> Diagnosis:
 def diagnose(profile: Profile, kernels: list[Kernel] | None = None, model: bool = True) -> list[Diagnosis]:
     """A diagnosis per kernel (all kernels when none are given), in the order given."""
     kernels = profile.kernels if kernels is None else kernels
-    for kernel in kernels:  # the reader decodes per-instruction views ahead of the rules and the model
-        kernel.warm_source()
+    if model:
+        prefetch(kernels)  # the reader reads the model's per-instruction counters ahead
     return [diagnose_kernel(profile, kernel, model) for kernel in kernels]

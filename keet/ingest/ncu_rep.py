@@ -18,9 +18,9 @@ from keet.ingest.compressed import Content, plain_copy
 from keet.ingest.ncu_rep_native import (
     NativeReport,
     first_line,
+    loaded,
     native_errors,
     raise_on,
-    worker_pool,
 )
 from keet.profile import Device, Kernel, Profile, RuleResult, SourceCounters
 
@@ -57,22 +57,21 @@ class NcuReportReader:
         # The framing is walked while the file is decompressed: a bomb or a damaged file
         # stops at its first bad block, before the copy grows.
         plain = plain_copy(path, walk=functools.partial(_walk_framing, path))
+        # All native reads run in forked workers (keet/ingest/ncu_rep_native.py says why); the
+        # workers that read the actions keep the report loaded for the kernels' source counters.
+        # The copy lives as long as the report's kernels: those are read from it later.
+        native = NativeReport(path, plain, workers=_MAX_WORKERS)
         try:
-            # All native reads run in forked workers (keet/ingest/ncu_rep_native.py says why).
-            records = _read_all_actions(path, str(plain), keep)
-        except BaseException as exc:  # Ctrl-C too must not leave the copy behind
-            if plain != path:
-                plain.unlink(missing_ok=True)
+            records = _read_all_actions(path, native, keep)
+            # Launches of one function (same name, same code address) have one SASS: read it once.
+            native.code = {(r.range_index, r.action_index): (r.mangled_name, r.function_base)
+                           for r in records if r.function_base is not None}
+            return _profile_from_records(path, native, records)
+        except BaseException as exc:  # Ctrl-C too must not leave the copy or the workers behind
+            native.close()
             if isinstance(exc, ProfileError) or not isinstance(exc, Exception):
                 raise
-            raise ProfileError(path, f"report is corrupt ({first_line(exc)})") from None
-        # The copy lives as long as the report's kernels: their source counters are read from it later.
-        native = NativeReport(path, plain)
-        try:
-            return _profile_from_records(path, native, records)
-        except ProfileError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a damaged payload surfaces as odd values deep in the native reader
+            # a damaged payload surfaces as odd values deep in the native reader
             raise ProfileError(path, f"report is corrupt ({first_line(exc)})") from None
 
 
@@ -223,6 +222,7 @@ class _ActionRecord:
     strings: dict[str, str]
     rules: list[dict]
     opcodes: dict[str, dict[str, float]]  # per-opcode tables (instruction mix)
+    function_base: int | None = None  # address of the kernel's code: launches sharing it share their SASS
 
 
 class _MetricKinds:
@@ -284,7 +284,15 @@ def _read_action(action, range_index: int, action_index: int, ncu_report, kinds:
         strings=strings,
         rules=list(action.rule_results_as_dicts()),
         opcodes=opcodes,
+        function_base=_function_base(action),
     )
+
+
+def _function_base(action) -> int | None:
+    metric = action.metric_by_name("launch__function_pcs")
+    if metric is None or metric.num_instances() == 0:
+        return None
+    return min(metric.as_uint64(i) for i in range(metric.num_instances()))
 
 
 def _nvtx_ranges(action) -> str | None:
@@ -314,7 +322,7 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
     import ncu_report
 
     with native_errors() as errors:
-        context = ncu_report.load_report(report)
+        context = loaded(report)
         kinds = _MetricKinds(ncu_report)
         records = []
         seen_devices: set[int] = set()
@@ -358,37 +366,31 @@ def _share_device_attributes(records: list[_ActionRecord]) -> None:
 
 def _positions(report: str) -> list[tuple[int, int]]:
     """(range, action) of every action of a report: runs in a worker process."""
-    import ncu_report
-
     with native_errors() as errors:
-        context = ncu_report.load_report(report)
+        context = loaded(report)
         positions = [(r, a) for r in range(context.num_ranges()) for a in range(context.range_by_idx(r).num_actions())]
     raise_on(errors)
     return positions
 
 
-def _read_all_actions(path: Path, report: str, keep: frozenset[str] | None) -> list[_ActionRecord]:
-    """All actions, read in forked worker processes: one, or up to four for a large report.
+def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | None) -> list[_ActionRecord]:
+    """All actions, read by the report's workers: one, or up to _MAX_WORKERS for a large report.
 
     ncu-report's native action loading dominates (about 60 ms per H100 full-set action)
-    and holds the GIL, so threads do not help; forked processes do. And the native reader
-    aborts on some damaged reports (a protobuf CHECK failure, found by flipping bits): in a
-    worker, that is a corrupt report, not the end of keet.
+    and holds the GIL, so threads do not help; processes do. And the native reader aborts on
+    some damaged reports (a protobuf CHECK failure, found by flipping bits): in a worker, that
+    is a corrupt report, not the end of keet.
     """
     try:
-        with worker_pool() as pool:
-            positions = pool.submit(_positions, report).result()
-            if not positions:
-                raise ProfileError(path, "report holds no profiled kernels (empty or corrupt)")
-            workers = max(1, min(os.cpu_count() or 1, _MAX_WORKERS, len(positions) // _ACTIONS_PER_WORKER))
-            if workers == 1:
-                records = pool.submit(_read_actions, report, positions, keep).result()
-                _share_device_attributes(records)
-                return records
-        chunks = [positions[i::workers] for i in range(workers)]
+        positions = native.call(0, _positions)
+        if not positions:
+            raise ProfileError(path, "report holds no profiled kernels (empty or corrupt)")
+        workers = max(1, min(os.cpu_count() or 1, _MAX_WORKERS, len(positions) // _ACTIONS_PER_WORKER))
+        native.use_workers(workers)
         # Every chunk must read device attributes once: reading them is keyed to its first action.
-        with worker_pool(workers) as pool:
-            parts = list(pool.map(_read_actions, [report] * workers, chunks, [keep] * workers))
+        chunks = [positions[i::workers] for i in range(workers)]
+        futures = [native.submit(slot, _read_actions, chunk, keep) for slot, chunk in enumerate(chunks)]
+        parts = [native.result(slot, future) for slot, future in enumerate(futures)]
     except BrokenProcessPool:
         raise ProfileError(path, "report is corrupt (the Nsight Compute reader crashed on it)") from None
     records = sorted((record for part in parts for record in part), key=lambda r: (r.range_index, r.action_index))
@@ -443,7 +445,7 @@ def _profile_from_records(path: Path, native: NativeReport, records: list[_Actio
             devices[device_id] = _device({**{k: v for k, (v, _) in record.raw.items()}, **record.strings})
         position = (record.range_index, record.action_index)
         loader = functools.partial(_source_of, native, position)
-        loader.warm = functools.partial(native.warm, [position])
+        loader.prefetch = functools.partial(native.prefetch, position)
         loader.takes_columns = True  # Kernel.source_columns: a reader may read a few columns alone
         kernels.append(_kernel(kid, record, device_id, loader))
         raw[kid] = record.raw

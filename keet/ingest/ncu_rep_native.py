@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import weakref
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -94,50 +94,66 @@ def worker_pool(workers: int = 1) -> ProcessPoolExecutor:
 
 
 class NativeReport:
-    """The lazy reads of one report, answered by worker processes of its own.
+    """One report's native reads, answered by worker processes of its own.
 
-    Each action is read by one worker (its slot, given in the order actions are first asked
-    for or warmed), so that what the native reader decoded for it is decoded once. A worker
-    that has grown past WORKER_RSS_LIMIT_BYTES is ended after its answer and the slot starts a
-    new one on its next request: the native reader's memory is bounded per worker, not per
-    report. Kernels hold bound methods of this object; when the last of them goes, the workers
-    end and the decompressed copy of the report (if the reader made one) is removed.
+    The workers read the actions' metrics when the report loads, keep it loaded, and answer the
+    kernels' later reads (source counters, SASS). Each action's later reads go to one worker
+    (its slot, given in the order actions are first asked for or warmed), so that what the native
+    reader decodes for it is decoded once. A worker that has grown past WORKER_RSS_LIMIT_BYTES is
+    ended after its answer and its slot starts a new one on the next request: the native reader's
+    memory is bounded per worker, not per report. Kernels hold bound methods of this object; when
+    the last of them goes, the workers end and the decompressed copy (if the reader made one) is
+    removed.
     """
 
     def __init__(self, path: Path, plain: Path, workers: int | None = None) -> None:
         self.path = path
         self.plain = plain
+        # Each action's code (launches with the same key run the same SASS): they share a
+        # worker, one warm-up and one disassembly. The reader fills it in once it knows.
+        self.code: dict[tuple[int, int], Hashable] = {}
         self._lock = threading.Lock()
         count = workers or max(1, min(MAX_WORKERS, os.cpu_count() or 1))
         self._pools: list[ProcessPoolExecutor | None] = [None] * count  # the finalizer holds the list, not self
-        self._slots: dict[tuple[int, int], int] = {}
-        weakref.finalize(self, _close, self._pools, plain if plain != path else None, os.getpid())
+        self._slots: dict[Hashable, int] = {}
+        self._prefetched: dict[tuple[tuple[int, int], frozenset[str]], tuple[int, Future]] = {}
+        self._sass_read: set[Hashable] = set()  # code whose SASS was asked for ahead
+        self._sass: dict[tuple[Hashable, int], str | None] = {}
+        self._closer = weakref.finalize(self, _close, self._pools, plain if plain != path else None, os.getpid())
 
-    def _slot(self, position: tuple[int, int]) -> int:
-        with self._lock:
-            return self._slots.setdefault(position, len(self._slots) % len(self._pools))
+    def close(self) -> None:
+        """End the workers now and remove the decompressed copy."""
+        self._closer()
 
-    def _submit(self, slot: int, position: tuple[int, int], function, *args) -> Future:
+    def use_workers(self, count: int) -> None:
+        """Use only the first `count` workers from now on (a small report needs no more)."""
+        for slot in range(max(1, count), len(self._pools)):
+            self._retire(slot)
+        del self._pools[max(1, count):]
+
+    def submit(self, slot: int, function, *args) -> Future:
+        """Run function(report path, *args) in a worker (which keeps what it loaded: :func:`loaded`);
+        :meth:`result` takes the answer."""
         with self._lock:
             pool = self._pools[slot]
             if pool is None:
                 pool = self._pools[slot] = worker_pool()
-            return pool.submit(function, str(self.plain), position, *args)
+            return pool.submit(_run, function, str(self.plain), *args)
 
-    def _ask(self, position: tuple[int, int], function, *args):
-        slot = self._slot(position)
+    def result(self, slot: int, future: Future):
+        """A submitted read's answer; its worker is ended if it has grown too large, or broke."""
         try:
-            answer, errors, rss = self._submit(slot, position, function, *args).result()
+            answer, resident = future.result()
         except BrokenProcessPool:
             self._retire(slot)  # the next read starts a new worker
-            raise ProfileError(self.path, "report is corrupt (the Nsight Compute reader crashed on it)") from None
-        except Exception as exc:  # noqa: BLE001 - the native reader fails in any way on a damaged payload
-            raise ProfileError(self.path, f"report is corrupt: its source counters cannot be read ({first_line(exc)})") from None
-        if rss > WORKER_RSS_LIMIT_BYTES:
+            raise
+        if resident > WORKER_RSS_LIMIT_BYTES:
             self._retire(slot)
-        if errors:
-            raise ProfileError(self.path, f"report is corrupt: its source counters cannot be read ({errors})")
         return answer
+
+    def call(self, slot: int, function, *args):
+        """:meth:`submit` and :meth:`result`."""
+        return self.result(slot, self.submit(slot, function, *args))
 
     def _retire(self, slot: int) -> None:
         with self._lock:
@@ -145,15 +161,47 @@ class NativeReport:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def warm(self, positions: Iterable[tuple[int, int]]) -> None:
-        """Start decoding these actions' per-instruction views in the workers, in this order,
-        without waiting: reads that follow in the same order find them ready, and the workers
-        decode side by side while the caller works. Failures surface on the reads themselves."""
-        for position in positions:
-            try:
-                self._submit(self._slot(position), position, _warm_in_worker)
-            except BrokenProcessPool:
-                self._retire(self._slot(position))
+    def _key(self, position: tuple[int, int]) -> Hashable:
+        return self.code.get(position, position)
+
+    def _slot(self, position: tuple[int, int]) -> int:
+        with self._lock:
+            return self._slots.setdefault(self._key(position), len(self._slots) % len(self._pools))
+
+    def _ask(self, position: tuple[int, int], function, *args):
+        """A later read of one action, in its slot's worker, as one clear error when it fails."""
+        slot = self._slot(position)
+        return self._answered(slot, self.submit(slot, function, position, *args))
+
+    def _answered(self, slot: int, future: Future):
+        try:
+            answer, errors = self.result(slot, future)
+        except BrokenProcessPool:
+            raise ProfileError(self.path, "report is corrupt (the Nsight Compute reader crashed on it)") from None
+        except Exception as exc:  # noqa: BLE001 - the native reader fails in any way on a damaged payload
+            errors = first_line(exc)
+        if errors:
+            raise ProfileError(self.path, f"report is corrupt: its source counters cannot be read ({errors})")
+        return answer
+
+    def prefetch(self, position: tuple[int, int], columns: frozenset[str],
+                 sass_for: Callable[[pd.DataFrame], list[int]] | None = None) -> None:
+        """Start reading an action's `columns` and the SASS at the pc offsets `sass_for` picks from
+        them, without waiting: :meth:`source` of the same columns takes the answer. Callers
+        prefetch in the order they read, so that the workers decode side by side ahead of them.
+        The SASS of code already read for another launch is not read again. Failures surface on
+        the read itself."""
+        if (position, columns) in self._prefetched:
+            return
+        key = self._key(position)
+        if key in self._sass_read:
+            sass_for = None
+        self._sass_read.add(key)
+        slot = self._slot(position)
+        try:
+            self._prefetched[position, columns] = (slot, self.submit(slot, _prefetch_in_worker, position, columns, sass_for))
+        except BrokenProcessPool:
+            self._retire(slot)
 
     def source(self, position: tuple[int, int], columns: Collection[str] | None = None, locations: bool = True
                ) -> SourceCounters | None:
@@ -161,15 +209,26 @@ class NativeReport:
         or only `columns`; with `locations`, file:line and the embedded source files (for only
         `columns`: where one of them is non-zero)."""
         wanted = frozenset(columns) if columns is not None else None
-        answer = self._ask(position, _source_in_worker, wanted, locations)
+        prefetched = self._prefetched.pop((position, wanted), None) if not locations else None
+        if prefetched is not None:
+            answer, texts = self._answered(*prefetched)
+        else:
+            answer, texts = self._ask(position, _source_in_worker, wanted, locations), {}
         if answer is None:
             return None
         frame, files, base = answer
+        key = self._key(position)
+        self._sass.update(((key, base + offset), text) for offset, text in texts.items())
         return SourceCounters(instructions=frame, files=files, sass_loader=_SassLoader(self, position, base))
 
     def sass(self, position: tuple[int, int], addresses: list[int]) -> dict[int, str | None]:
         """SASS text at absolute addresses of an action (None where the report cannot disassemble)."""
-        return self._ask(position, _sass_in_worker, addresses)
+        key = self._key(position)
+        missing = [address for address in addresses if (key, address) not in self._sass]
+        if missing:
+            texts = self._ask(position, _sass_in_worker, missing)
+            self._sass.update(((key, address), text) for address, text in texts.items())
+        return {address: self._sass[key, address] for address in addresses}
 
 
 class _SassLoader:
@@ -202,29 +261,36 @@ def _close(pools: list[ProcessPoolExecutor | None], copy: Path | None, owner: in
 _OPEN: dict[str, object] = {}  # report path -> the native report, loaded once per worker
 
 
-def _action(report: str, position: tuple[int, int]):
+def loaded(report: str):
+    """The native report at this path, loaded once per worker process."""
     import ncu_report
 
     context = _OPEN.get(report)
     if context is None:
         context = _OPEN[report] = ncu_report.load_report(report)
-    return context.range_by_idx(position[0]).action_by_idx(position[1])
+    return context
 
 
-def _answer(read, *args):
-    """(answer, parse error or None, this worker's resident bytes): what a worker sends back."""
+def _action(report: str, position: tuple[int, int]):
+    return loaded(report).range_by_idx(position[0]).action_by_idx(position[1])
+
+
+def _run(function, report: str, *args):
+    """A worker runs a read: (its answer, the worker's resident bytes after it)."""
+    answer = function(report, *args)
+    with open("/proc/self/statm") as statm:
+        return answer, int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _answer(read) -> tuple[object, str | None]:
+    """(answer, the parse error the native reader printed, or None)."""
     with native_errors() as errors:
-        answer = read(*args)
+        answer = read()
     try:
         raise_on(errors)
     except CorruptReport as exc:
-        return None, str(exc), _resident_bytes()
-    return answer, None, _resident_bytes()
-
-
-def _resident_bytes() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return None, str(exc)
+    return answer, None
 
 
 def _source_in_worker(report: str, position: tuple[int, int], wanted: frozenset[str] | None, locations: bool):
@@ -239,16 +305,19 @@ def _sass_in_worker(report: str, position: tuple[int, int], addresses: list[int]
     return _answer(read)
 
 
-def _warm_in_worker(report: str, position: tuple[int, int]):
-    """Decode an action's per-instruction view: the first disassembly costs 50-600 ms an action,
-    every later one about 25 us (ncu-report 2025.3, H100 reports)."""
-    def read() -> None:
+def _prefetch_in_worker(report: str, position: tuple[int, int], columns: frozenset[str],
+                        sass_for: Callable[[pd.DataFrame], list[int]] | None):
+    """((frame, files, base) or None, {pc offset: SASS text}) of the columns and the pcs sass_for picks."""
+    def read():
         action = _action(report, position)
-        function_pcs = action.metric_by_name("launch__function_pcs")
-        if function_pcs is not None and function_pcs.num_instances():
-            action.sass_by_pc(function_pcs.as_uint64(0))
+        source = _read_source(action, columns, False)
+        if source is None or sass_for is None:
+            return source, {}
+        frame, _, base = source
+        return source, {pc: _sass_text(action.sass_by_pc(base + pc)) for pc in sass_for(frame)}
 
-    return _answer(read)
+    answer, errors = _answer(read)
+    return (answer if answer is not None else (None, {})), errors
 
 
 def _sass_text(text: str) -> str | None:
