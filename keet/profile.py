@@ -75,6 +75,9 @@ class Kernel:
     # Source/SASS counters are read on first use: they are the slow part of a report.
     source_loader: Callable[[], SourceCounters | None] | None = field(default=None, repr=False, compare=False)
     _source: SourceCounters | None = field(default=None, init=False, repr=False, compare=False)
+    # Values derived from this kernel and its profile by a layer above (the model's work counts),
+    # kept so that every consumer in one run derives them once; keyed by the deriving function.
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def source(self) -> SourceCounters | None:
@@ -93,15 +96,16 @@ class Kernel:
             return self.source_loader(columns=frozenset(columns), locations=locations)
         return self.source
 
-    def prefetch_source(self, columns: Collection[str], sass_for: Callable[[pd.DataFrame], list[int]] | None = None) -> None:
-        """Let the reader start reading `columns` (as :meth:`source_columns` without locations)
-        and the SASS at the pc offsets `sass_for` picks from them, in the background where it can
-        (Nsight Compute reports): a caller about to read several kernels warms them all first, in
-        the order it reads them. `sass_for` must be a module-level function (it may run in a
-        worker process)."""
+    def prefetch_source(self, columns: Collection[str] | None, sass_for: Callable[[pd.DataFrame], list[int]] | None = None,
+                        locations: bool = False) -> None:
+        """Let the reader start reading what :meth:`source_columns` (`columns`, `locations`) or,
+        for columns None, :attr:`source` will ask for, and the SASS at the pc offsets `sass_for`
+        picks from those counters, in the background where it can (Nsight Compute reports): a
+        caller about to read several kernels prefetches them all first, in the order it reads
+        them. `sass_for` must be a module-level function (it may run in a worker process)."""
         prefetch = getattr(self.source_loader, "prefetch", None)
         if self._source is None and prefetch is not None:
-            prefetch(frozenset(columns), sass_for)
+            prefetch(frozenset(columns) if columns is not None else None, sass_for, locations or columns is None)
 
     @source.setter
     def source(self, counters: SourceCounters | None) -> None:

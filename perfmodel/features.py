@@ -10,6 +10,7 @@ features do not move.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field
@@ -210,7 +211,24 @@ def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
 
     Raises :class:`NotPredicted` (a ValueError) when an NVIDIA profile lacks the work the model
     cannot do without (:func:`nvidia_essentials`); where it lacks less, the features record
-    what is missing in ``missing_counts`` (:func:`nvidia_gaps`)."""
+    what is missing in ``missing_counts`` (:func:`nvidia_gaps`). Derived once per kernel (the
+    report, the diagnosis and the predictions all ask); a copy is returned."""
+    found = kernel.derived.get(_DERIVED)
+    if found is None:
+        try:
+            found = _features(profile, kernel)
+        except ValueError as exc:
+            found = exc
+        kernel.derived[_DERIVED] = found
+    if isinstance(found, ValueError):
+        raise found
+    return copy.deepcopy(found)
+
+
+_DERIVED = "perfmodel.features"
+
+
+def _features(profile: Profile, kernel: Kernel) -> KernelFeatures:
     if profile.device.vendor == "amd":
         return amd_features(profile, kernel)
     if kernel.grid is None or kernel.block is None:

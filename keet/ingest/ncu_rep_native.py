@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import faulthandler
 import multiprocessing
+import multiprocessing.util
 import os
 import sys
 import tempfile
@@ -116,10 +117,25 @@ class NativeReport:
         count = workers or max(1, min(MAX_WORKERS, os.cpu_count() or 1))
         self._pools: list[ProcessPoolExecutor | None] = [None] * count  # the finalizer holds the list, not self
         self._slots: dict[Hashable, int] = {}
-        self._prefetched: dict[tuple[tuple[int, int], frozenset[str]], tuple[int, Future]] = {}
+        self._prefetched: dict[tuple[tuple[int, int], frozenset[str] | None, bool], tuple[int, Future]] = {}
         self._sass_read: set[Hashable] = set()  # code whose SASS was asked for ahead
         self._sass: dict[tuple[Hashable, int], str | None] = {}
+        self._inline = False
         self._closer = weakref.finalize(self, _close, self._pools, plain if plain != path else None, os.getpid())
+        # A process that multiprocessing started (a site worker) joins its children before it
+        # ends: the workers are ended first, whether or not the report was collected.
+        multiprocessing.util.Finalize(None, _close, args=(self._pools, None, os.getpid()), exitpriority=10)
+        _LIVE.add(self)
+
+    def _forget_workers(self) -> None:
+        """In a process forked from the owner (a drawing or site worker): the owner's workers and
+        their pending answers are not this process's (their executors' threads did not come
+        along), and workers of its own would keep it from exiting (multiprocessing joins a
+        process's children before it ends): its reads run in it, which ends with its task."""
+        self._lock = threading.Lock()
+        self._pools = [None] * len(self._pools)
+        self._prefetched = {}
+        self._inline = True
 
     def close(self) -> None:
         """End the workers now and remove the decompressed copy."""
@@ -134,6 +150,13 @@ class NativeReport:
     def submit(self, slot: int, function, *args) -> Future:
         """Run function(report path, *args) in a worker (which keeps what it loaded: :func:`loaded`);
         :meth:`result` takes the answer."""
+        if self._inline:
+            done: Future = Future()
+            try:
+                done.set_result(_run(function, str(self.plain), *args))
+            except Exception as exc:  # noqa: BLE001 - handed over as a worker's failure would be
+                done.set_exception(exc)
+            return done
         with self._lock:
             pool = self._pools[slot]
             if pool is None:
@@ -184,22 +207,24 @@ class NativeReport:
             raise ProfileError(self.path, f"report is corrupt: its source counters cannot be read ({errors})")
         return answer
 
-    def prefetch(self, position: tuple[int, int], columns: frozenset[str],
-                 sass_for: Callable[[pd.DataFrame], list[int]] | None = None) -> None:
-        """Start reading an action's `columns` and the SASS at the pc offsets `sass_for` picks from
-        them, without waiting: :meth:`source` of the same columns takes the answer. Callers
-        prefetch in the order they read, so that the workers decode side by side ahead of them.
-        The SASS of code already read for another launch is not read again. Failures surface on
-        the read itself."""
-        if (position, columns) in self._prefetched:
+    def prefetch(self, position: tuple[int, int], columns: frozenset[str] | None,
+                 sass_for: Callable[[pd.DataFrame], list[int]] | None = None, locations: bool = False) -> None:
+        """Start reading what :meth:`source` (`columns`, `locations`) will ask for, and the SASS at
+        the pc offsets `sass_for` picks from those counters, without waiting: :meth:`source` takes
+        the answer. Callers prefetch in the order they read, so that the workers decode side by
+        side ahead of them. The SASS of code already read for another launch is not read again.
+        Failures surface on the read itself."""
+        request = (position, columns, locations)
+        if request in self._prefetched:
             return
         key = self._key(position)
         if key in self._sass_read:
             sass_for = None
-        self._sass_read.add(key)
+        if sass_for is not None:
+            self._sass_read.add(key)
         slot = self._slot(position)
         try:
-            self._prefetched[position, columns] = (slot, self.submit(slot, _prefetch_in_worker, position, columns, sass_for))
+            self._prefetched[request] = (slot, self.submit(slot, _prefetch_in_worker, position, columns, locations, sass_for))
         except BrokenProcessPool:
             self._retire(slot)
 
@@ -209,7 +234,7 @@ class NativeReport:
         or only `columns`; with `locations`, file:line and the embedded source files (for only
         `columns`: where one of them is non-zero)."""
         wanted = frozenset(columns) if columns is not None else None
-        prefetched = self._prefetched.pop((position, wanted), None) if not locations else None
+        prefetched = self._prefetched.pop((position, wanted, locations), None)
         if prefetched is not None:
             answer, texts = self._answered(*prefetched)
         else:
@@ -241,6 +266,17 @@ class _SassLoader:
         offsets = list(offsets)
         texts = self.report.sass(self.position, [self.base + offset for offset in offsets])
         return {offset: texts[self.base + offset] for offset in offsets}
+
+
+_LIVE: weakref.WeakSet[NativeReport] = weakref.WeakSet()
+
+
+def _forget_workers_in_child() -> None:
+    for report in list(_LIVE):
+        report._forget_workers()
+
+
+os.register_at_fork(after_in_child=_forget_workers_in_child)
 
 
 def _close(pools: list[ProcessPoolExecutor | None], copy: Path | None, owner: int) -> None:
@@ -305,12 +341,12 @@ def _sass_in_worker(report: str, position: tuple[int, int], addresses: list[int]
     return _answer(read)
 
 
-def _prefetch_in_worker(report: str, position: tuple[int, int], columns: frozenset[str],
+def _prefetch_in_worker(report: str, position: tuple[int, int], columns: frozenset[str] | None, locations: bool,
                         sass_for: Callable[[pd.DataFrame], list[int]] | None):
     """((frame, files, base) or None, {pc offset: SASS text}) of the columns and the pcs sass_for picks."""
     def read():
         action = _action(report, position)
-        source = _read_source(action, columns, False)
+        source = _read_source(action, columns, locations)
         if source is None or sass_for is None:
             return source, {}
         frame, _, base = source
