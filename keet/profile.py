@@ -97,15 +97,17 @@ class Kernel:
         return self.source
 
     def prefetch_source(self, columns: Collection[str] | None, sass_for: Callable[[pd.DataFrame], list[int]] | None = None,
-                        locations: bool = False) -> None:
-        """Let the reader start reading what :meth:`source_columns` (`columns`, `locations`) or,
-        for columns None, :attr:`source` will ask for, and the SASS at the pc offsets `sass_for`
-        picks from those counters, in the background where it can (Nsight Compute reports): a
-        caller about to read several kernels prefetches them all first, in the order it reads
-        them. `sass_for` must be a module-level function (it may run in a worker process)."""
+                        locate: Collection[str] = ()) -> None:
+        """Let the reader start reading `columns` (None: all, as :attr:`source`), with file:line
+        where one of the `locate` columns is non-zero, and the SASS at the pc offsets `sass_for`
+        picks from those counters, in the background where it can (Nsight Compute reports):
+        later :meth:`source_columns` reads of any of those columns (with locations: of the
+        `locate` ones) are served from it. A caller about to read several kernels prefetches them
+        all first, in the order it reads them. `sass_for` must be a module-level function (it
+        may run in a worker process)."""
         prefetch = getattr(self.source_loader, "prefetch", None)
         if self._source is None and prefetch is not None:
-            prefetch(frozenset(columns) if columns is not None else None, sass_for, locations or columns is None)
+            prefetch(frozenset(columns) if columns is not None else None, sass_for, frozenset(locate) or None)
 
     @source.setter
     def source(self, counters: SourceCounters | None) -> None:

@@ -181,11 +181,12 @@ def global_atomic_ops(thread_table: dict[str, float], warp_modifiers: dict[str, 
     return out
 
 
-def prefetch(kernels: Iterable[Kernel]) -> None:
+def prefetch(kernels: Iterable[Kernel], also: Collection[str] = ()) -> None:
     """Let the reader read ahead, in the background where it can, what :func:`features` will read
-    of each kernel's per-instruction counters (the load chains' columns and SASS), in this order."""
+    of each kernel's per-instruction counters (the load chains' columns and SASS), in this order;
+    with the counters `also` (a caller's own, located: file:line where they are non-zero)."""
     for kernel in kernels:
-        kernel.prefetch_source(LOAD_CHAIN_COLUMNS, sass_needed)
+        kernel.prefetch_source({*LOAD_CHAIN_COLUMNS, *also}, sass_needed, locate=also)
 
 
 def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> float | None:

@@ -233,6 +233,6 @@ def _rules(profile: Profile, kernel: Kernel) -> Diagnosis:
 def diagnose(profile: Profile, kernels: list[Kernel] | None = None, model: bool = True) -> list[Diagnosis]:
     """A diagnosis per kernel (all kernels when none are given), in the order given."""
     kernels = profile.kernels if kernels is None else kernels
-    if model:
-        prefetch(kernels)  # the reader reads the model's per-instruction counters ahead
+    if model:  # the reader reads the model's and the rules' per-instruction counters ahead
+        prefetch(kernels, also=sorted({counter for rule in RULES for counter in rule.lines}))
     return [diagnose_kernel(profile, kernel, model) for kernel in kernels]

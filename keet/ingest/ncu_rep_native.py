@@ -40,6 +40,8 @@ from keet.profile import SourceCounters
 FORK = multiprocessing.get_context("fork")
 # PCs of per-instruction counters lie within this of the function start.
 _MAX_FUNCTION_BYTES = 1 << 26
+# A kept read of an action that has no per-instruction counters.
+_ABSENT = object()
 # Workers per report: decoding actions side by side pays on 2 cores; more cost memory.
 MAX_WORKERS = 2
 # A worker past this is ended after its answer (what the native reader decoded is never freed).
@@ -117,7 +119,9 @@ class NativeReport:
         count = workers or max(1, min(MAX_WORKERS, os.cpu_count() or 1))
         self._pools: list[ProcessPoolExecutor | None] = [None] * count  # the finalizer holds the list, not self
         self._slots: dict[Hashable, int] = {}
-        self._prefetched: dict[tuple[tuple[int, int], frozenset[str] | None, bool], tuple[int, Future]] = {}
+        # Reads asked for ahead, and reads answered, per action: later reads of the columns they hold are served from them.
+        self._pending: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, int, Future]]] = {}
+        self._frames: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, object]]] = {}
         self._sass_read: set[Hashable] = set()  # code whose SASS was asked for ahead
         self._sass: dict[tuple[Hashable, int], str | None] = {}
         self._inline = False
@@ -134,7 +138,7 @@ class NativeReport:
         process's children before it ends): its reads run in it, which ends with its task."""
         self._lock = threading.Lock()
         self._pools = [None] * len(self._pools)
-        self._prefetched = {}
+        self._pending = {}
         self._inline = True
 
     def close(self) -> None:
@@ -182,7 +186,7 @@ class NativeReport:
         with self._lock:
             pool, self._pools[slot] = self._pools[slot], None
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=False)  # reads already asked of it are answered, then it ends
 
     def _key(self, position: tuple[int, int]) -> Hashable:
         return self.code.get(position, position)
@@ -208,15 +212,14 @@ class NativeReport:
         return answer
 
     def prefetch(self, position: tuple[int, int], columns: frozenset[str] | None,
-                 sass_for: Callable[[pd.DataFrame], list[int]] | None = None, locations: bool = False) -> None:
-        """Start reading what :meth:`source` (`columns`, `locations`) will ask for, and the SASS at
-        the pc offsets `sass_for` picks from those counters, without waiting: :meth:`source` takes
-        the answer. Callers prefetch in the order they read, so that the workers decode side by
-        side ahead of them. The SASS of code already read for another launch is not read again.
-        Failures surface on the read itself."""
-        request = (position, columns, locations)
-        if request in self._prefetched:
-            return
+                 sass_for: Callable[[pd.DataFrame], list[int]] | None = None, locate: frozenset[str] | None = None) -> None:
+        """Start reading an action's `columns` (None: all), with file:line where one of the `locate`
+        columns is non-zero (None: nowhere; with columns None: everywhere), and the SASS at the pc
+        offsets `sass_for` picks from those counters, without waiting. Later :meth:`source` reads
+        of any subset of the columns (with locations: of the `locate` columns) take the answer.
+        Callers prefetch in the order they read, so that the workers decode side by side ahead
+        of them. The SASS of code already read for another launch is not read again. Failures
+        surface on the read itself."""
         key = self._key(position)
         if key in self._sass_read:
             sass_for = None
@@ -224,27 +227,56 @@ class NativeReport:
             self._sass_read.add(key)
         slot = self._slot(position)
         try:
-            self._prefetched[request] = (slot, self.submit(slot, _prefetch_in_worker, position, columns, locations, sass_for))
+            future = self.submit(slot, _prefetch_in_worker, position, columns, locate, sass_for)
         except BrokenProcessPool:
             self._retire(slot)
+            return
+        self._pending.setdefault(position, []).append((columns, locate, slot, future))
 
     def source(self, position: tuple[int, int], columns: Collection[str] | None = None, locations: bool = True
                ) -> SourceCounters | None:
         """Per-instruction counters of the action at (range, action): every instanced per-PC metric,
         or only `columns`; with `locations`, file:line and the embedded source files (for only
-        `columns`: where one of them is non-zero)."""
+        `columns`: where one of them is non-zero). Served from what was prefetched or read before
+        where that holds them."""
         wanted = frozenset(columns) if columns is not None else None
-        prefetched = self._prefetched.pop((position, wanted, locations), None)
-        if prefetched is not None:
-            answer, texts = self._answered(*prefetched)
-        else:
-            answer, texts = self._ask(position, _source_in_worker, wanted, locations), {}
+        for columns_read, located, slot, future in self._pending.pop(position, []):
+            answer, texts = self._answered(slot, future)
+            self._keep(position, columns_read, located, answer, texts)
+        found = self._served(position, wanted, locations)
+        if found is None:
+            answer = self._ask(position, _source_in_worker, wanted, wanted if locations and wanted is not None else None)
+            self._keep(position, wanted, wanted if locations else None, answer, {})
+            found = self._served(position, wanted, locations)
+        return found if found is not _ABSENT else None
+
+    def _keep(self, position: tuple[int, int], columns: frozenset[str] | None, located: frozenset[str] | None,
+              answer, texts: dict[int, str | None]) -> None:
+        """Keep a read for later reads of the same action (its frame is small beside its cost)."""
         if answer is None:
-            return None
+            self._frames.setdefault(position, []).append((columns, located, _ABSENT))
+            return
         frame, files, base = answer
         key = self._key(position)
         self._sass.update(((key, base + offset), text) for offset, text in texts.items())
-        return SourceCounters(instructions=frame, files=files, sass_loader=_SassLoader(self, position, base))
+        counters = SourceCounters(instructions=frame, files=files, sass_loader=_SassLoader(self, position, base))
+        self._frames.setdefault(position, []).append((columns, located, counters))
+
+    def _served(self, position: tuple[int, int], wanted: frozenset[str] | None, locations: bool):
+        """Counters of `wanted` columns from a kept read that holds them (the columns alone), or
+        _ABSENT when the action has no per-instruction counters, or None when no read holds them."""
+        for columns, located, counters in self._frames.get(position, []):
+            holds = columns is None or (wanted is not None and wanted <= columns)
+            if holds and locations:
+                # located None with columns None: a full read, located everywhere
+                holds = (columns is None and located is None) or (located is not None and wanted is not None and wanted <= located)
+            if not holds:
+                continue
+            if counters is _ABSENT or wanted is None or columns == wanted:
+                return counters
+            kept = ["pc", "file", "line", *(c for c in counters.instructions.columns if c in wanted)]
+            return SourceCounters(instructions=counters.instructions[kept], files=counters.files, sass_loader=counters.sass_loader)
+        return None
 
     def sass(self, position: tuple[int, int], addresses: list[int]) -> dict[int, str | None]:
         """SASS text at absolute addresses of an action (None where the report cannot disassemble)."""
@@ -329,8 +361,8 @@ def _answer(read) -> tuple[object, str | None]:
     return answer, None
 
 
-def _source_in_worker(report: str, position: tuple[int, int], wanted: frozenset[str] | None, locations: bool):
-    return _answer(lambda: _read_source(_action(report, position), wanted, locations))
+def _source_in_worker(report: str, position: tuple[int, int], wanted: frozenset[str] | None, locate: frozenset[str] | None):
+    return _answer(lambda: _read_source(_action(report, position), wanted, locate))
 
 
 def _sass_in_worker(report: str, position: tuple[int, int], addresses: list[int]):
@@ -341,12 +373,12 @@ def _sass_in_worker(report: str, position: tuple[int, int], addresses: list[int]
     return _answer(read)
 
 
-def _prefetch_in_worker(report: str, position: tuple[int, int], columns: frozenset[str] | None, locations: bool,
+def _prefetch_in_worker(report: str, position: tuple[int, int], columns: frozenset[str] | None, locate: frozenset[str] | None,
                         sass_for: Callable[[pd.DataFrame], list[int]] | None):
     """((frame, files, base) or None, {pc offset: SASS text}) of the columns and the pcs sass_for picks."""
     def read():
         action = _action(report, position)
-        source = _read_source(action, columns, locations)
+        source = _read_source(action, columns, locate)
         if source is None or sass_for is None:
             return source, {}
         frame, _, base = source
@@ -360,10 +392,11 @@ def _sass_text(text: str) -> str | None:
     return None if text in ("", "???", "N/A") else text
 
 
-def _read_source(action, wanted: frozenset[str] | None, locations: bool) -> tuple[pd.DataFrame, dict[str, str], int] | None:
+def _read_source(action, wanted: frozenset[str] | None, locate: frozenset[str] | None
+                 ) -> tuple[pd.DataFrame, dict[str, str], int] | None:
     """Per-PC counters (source/SASS view) of one action, the `wanted` ones or all, with file:line
-    attribution where asked (for wanted columns: only where one of them is non-zero); the frame's
-    pc is an offset from the function start (`base`).
+    where one of the `locate` columns is non-zero (None: nowhere; for all columns: everywhere) and
+    then the embedded source files; the frame's pc is an offset from the function start (`base`).
 
     Instanced metrics are keyed by PCs, but also by block size, link, SM, sample...: keep
     those whose keys all fall inside the kernel's code (launch__function_pcs gives its start).
@@ -397,8 +430,11 @@ def _read_source(action, wanted: frozenset[str] | None, locations: bool) -> tupl
     pcs = sorted(set().union(*columns.values()))
     # file:line attribution is the costly part (~35 us per PC): a reader of a few columns asks
     # for it where its counters have something to attribute
+    everywhere = wanted is None  # all columns: the full source view, located everywhere
+    deciding = [values for name, values in columns.items() if locate is not None and name in locate]
+
     def located(pc: int) -> bool:
-        return locations and (wanted is None or any(values.get(pc) for values in columns.values()))
+        return everywhere or any(values.get(pc) for values in deciding)
 
     where = [action.source_info(pc) if located(pc) else None for pc in pcs]
     frame = pd.DataFrame(
@@ -409,5 +445,5 @@ def _read_source(action, wanted: frozenset[str] | None, locations: bool) -> tupl
             **{name: [values.get(pc, 0.0) for pc in pcs] for name, values in columns.items()},
         }
     )
-    files = dict(action.source_files().items()) if locations else {}
+    files = dict(action.source_files().items()) if everywhere or locate else {}
     return frame, files, base

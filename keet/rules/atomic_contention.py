@@ -68,6 +68,7 @@ def hot_slice(k: KernelView) -> Check:
     needs=("global.atomic_instructions", "issue.cycles_per_issue", "stall.long_scoreboard", "sol.memory_pct"),
     collect="--section MemoryWorkloadAnalysis_Chart --section WarpStateStats --section SpeedOfLight",
     checks=(hot_slice,),
+    lines=tuple("smsp__pcsamp_warps_issue_stalled_" + name.removeprefix("stall.") for name in WAITS if name != "stall.drain"),
 )
 def apply(k: KernelView) -> Finding | None:
     atomics = k.metric("global.atomic_instructions")

@@ -20,6 +20,7 @@ NAMES = {name: name.removeprefix("stall.").replace("_", " ") for name in STALLS}
     "Warps stall at block barriers (__syncthreads) for a large share of their time",
     needs=("stall.barrier", "issue.cycles_per_issue"),
     collect="--section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis",
+    lines=("smsp__pcsamp_warps_issue_stalled_barrier",),
 )
 def apply(k: KernelView) -> Finding | None:
     barrier = k.metric("stall.barrier")

@@ -233,7 +233,8 @@ class KernelView:
         return float(value) if isinstance(value, (int, float)) else None
 
     def hot_lines(self, counter: str, top: int = 3, minimum_share: float = 0.05, ideal: str | None = None) -> list[SourceLine]:
-        """Source lines ranked by a per-instruction counter (or its excess over ``ideal``)."""
+        """Source lines ranked by a per-instruction counter (or its excess over ``ideal``); a rule
+        declares the counters it ranks by (``rule(lines=...)``)."""
         source = self.kernel.source_columns([counter, *([ideal] if ideal else [])], locations=True)
         if source is None or counter not in source.counter_names():
             return []
@@ -259,19 +260,21 @@ class Rule:
     needs: tuple[str, ...] = ()  # canonical metrics without which the rule cannot judge
     collect: str = ""  # the ncu option that collects them
     checks: tuple[Mechanism, ...] = ()  # mechanism checks its findings cite (run inside apply)
+    lines: tuple[str, ...] = ()  # per-instruction counters its findings rank source lines by (hot_lines)
 
 
 RULES: list[Rule] = []
 
 
 def rule(id: str, category: str, description: str, needs: tuple[str, ...] = (), collect: str = "",
-         checks: tuple[Mechanism, ...] = ()) -> Callable:  # fmt: skip
-    """Register ``apply`` as a rule (with the mechanism checks its findings cite)."""
+         checks: tuple[Mechanism, ...] = (), lines: tuple[str, ...] = ()) -> Callable:  # fmt: skip
+    """Register ``apply`` as a rule (with the mechanism checks its findings cite, and the
+    per-instruction counters it ranks source lines by: a reader may read them ahead)."""
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category}")
 
     def register(apply: Callable[[KernelView], Finding | None]) -> Callable[[KernelView], Finding | None]:
-        RULES.append(Rule(id, category, description, apply, needs, collect, checks))
+        RULES.append(Rule(id, category, description, apply, needs, collect, checks, lines))
         return apply
 
     return register

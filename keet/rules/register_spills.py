@@ -98,6 +98,7 @@ def spills_or_local_array(k: KernelView) -> Check:
     ),
     collect="--section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SourceCounters",
     checks=(spills_or_local_array,),
+    lines=(LOCAL_LINE_COUNTER,),
 )  # fmt: skip
 def apply(k: KernelView) -> Finding | None:
     local = k.metric("local.load_sectors") + k.metric("local.store_sectors")

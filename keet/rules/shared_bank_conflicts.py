@@ -97,6 +97,7 @@ def conflicts_or_atomics(k: KernelView) -> Check:
     needs=("shared.bank_conflicts", "shared.wavefronts", "sol.l1_pct"),
     collect="--section MemoryWorkloadAnalysis_Tables --section SourceCounters",
     checks=(conflicts_or_atomics,),
+    lines=("memory_l1_wavefronts_shared", "memory_l1_wavefronts_shared_ideal"),
 )
 def apply(k: KernelView) -> Finding | None:
     conflicts, wavefronts, l1 = (k.metric(n) for n in ("shared.bank_conflicts", "shared.wavefronts", "sol.l1_pct"))

@@ -86,6 +86,7 @@ def excess_reaches_l2(k: KernelView) -> Check:
     needs=("global.excess_sectors", "global.load_sectors", "sol.l2_pct"),
     collect="--section SourceCounters --section MemoryWorkloadAnalysis_Tables",
     checks=(excess_reaches_l2,),
+    lines=("memory_l2_theoretical_sectors_global", "memory_l2_theoretical_sectors_global_ideal"),
 )
 def apply(k: KernelView) -> Finding | None:
     loads, stores, excess = sectors(k)

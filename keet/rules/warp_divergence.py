@@ -66,6 +66,7 @@ def divergent_branches(k: KernelView) -> Check:
     needs=("warp.active_threads", "sol.sm_pct"),
     collect="--section WarpStateStats --section SpeedOfLight --section SourceCounters",
     checks=(divergent_branches,),
+    lines=("smsp__branch_targets_threads_divergent",),
 )
 def apply(k: KernelView) -> Finding | None:
     threads = k.metric("warp.active_threads")
