@@ -11,7 +11,7 @@ from typing import Any
 from keet.diagnosis import applies, diagnose
 from keet.diagnosis.run import summarize
 from keet.diagnosis.verdict import CLEAR_MARGIN
-from keet.format import dims, json_text, si, source_path
+from keet.format import dims, json_text, metric_value, si, source_path
 from keet.profile import Kernel, Profile
 from keet.rules import AMD_RULES
 from keet.safe_text import markdown_code, markdown_text, terminal
@@ -58,14 +58,6 @@ def evidence_text(evidence: dict[str, Any]) -> str:
     if "compared_with" in evidence:
         text += f" ({evidence['relation']} {metric_value(evidence['compared_with'], unit)})"
     return text
-
-
-def metric_value(value: float, unit: str) -> str:
-    if unit == "%":
-        return f"{value:.1f}%"
-    if unit in ("byte", "byte/second", "hz"):
-        return si(value, {"byte": "B", "byte/second": "B/s", "hz": "Hz"}[unit])
-    return f"{value:,.4g} {unit}".rstrip() if abs(value) < 1e4 else f"{value:,.0f} {unit}".rstrip()
 
 
 def _rocprof_collect(not_assessed: list[dict[str, Any]]) -> list[str]:

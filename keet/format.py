@@ -24,6 +24,15 @@ def si(value: float | None, unit: str = "", digits: int = 3) -> str:
     return f"{value:.{digits}g} {unit}".rstrip()
 
 
+def metric_value(value: float, unit: str) -> str:
+    """A metric's value with its unit as the rules' evidence shows it: 87.3%, 1.2 GB, 4,096 sector."""
+    if unit == "%":
+        return f"{value:.1f}%"
+    if unit in ("byte", "byte/second", "hz"):
+        return si(value, {"byte": "B", "byte/second": "B/s", "hz": "Hz"}[unit])
+    return f"{value:,.4g} {unit}".rstrip() if abs(value) < 1e4 else f"{value:,.0f} {unit}".rstrip()
+
+
 def dims(value: tuple[int, ...] | list[int] | None) -> str:
     return "n/a" if not value else "(" + ", ".join(str(v) for v in value) + ")"
 

@@ -25,6 +25,10 @@ SERIES = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-."), ("v", (0, (5, 1))), 
 MiB, GiB = 2**20, 2**30
 
 
+# The suites the figures draw (each figure reads one: _results(doc, bench)).
+PLOTTED_BENCHES = frozenset({"l2", "dram", "latency", "shared", "barrier", "mix"})
+
+
 class NotCalibration(ValueError):
     """A JSON file that is not `microbench run` output (no list of results to plot)."""
 
@@ -38,6 +42,12 @@ def load_one(path: str | Path) -> tuple[str, dict]:
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         keys = ", ".join(list(doc)[:3]) if isinstance(doc, dict) else type(doc).__name__
         raise NotCalibration(f"{path}: not a `microbench run` calibration file (no 'results'; it holds {keys})")
+    if isinstance(doc.get("suite"), str):  # microbench/cupti/*.py writes one suite's file: derive.py reads it
+        raise NotCalibration(f"{path}: a CUPTI suite's file ({doc['suite']}), not `microbench run` output; "
+                             "python -m microbench.cupti.derive reads it")
+    benches = {r.get("bench") for r in doc["results"] if isinstance(r, dict)}
+    if not benches & PLOTTED_BENCHES:  # a run of other suites only (atomic_types): no column of empty plots
+        raise NotCalibration(f"{path}: a `microbench run` of suites the figures do not draw ({', '.join(sorted(map(str, benches)))})")
     device = doc.get("device")
     name = (device.get("name") if isinstance(device, dict) else None) or Path(path).stem
     return name.replace("NVIDIA ", ""), doc

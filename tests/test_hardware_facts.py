@@ -33,20 +33,16 @@ from perfmodel.hardware import (
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "profiles"
 
-# file -> why its hits are not hardware facts (or who moves them next); a file listed here
-# that no longer has a hit fails too, so the list shrinks as the literals go.
+# file -> why its hits are not hardware facts: each names which GPUs profiles were measured on
+# (data of profiles/, not of a GPU) or what a profiler's counters say; a file listed here that
+# no longer has a hit fails too, so the list shrinks as the literals go.
 ALLOWED = {
-    "keet/accuracy.py": "the zoo's reference GPU as a command default: which profiles were measured, not a fact of a GPU",
+    "keet/accuracy.py": "the zoo was measured on H100 and H200 (profiles/manifest.json): the --gpu choices and default name its profiles",
     "keet/accuracy_corpus.py": "the corpus was timed on H100 and H200 (profiles/): which GPUs were measured",
     "perfmodel/validate.py": "the zoo was timed on H100 and H200 (profiles/manifest.json): the validation settings",
     "perfmodel/validate_corpus.py": "the corpus was timed on H100 and H200: the validation settings",
     "perfmodel/features.py": "amd_arch recognises a gfx generation from the counters only it has (a reader's fact, not a constant)",
-    "keet/ingest/rocprof_common.py": "keet.ingest sits below perfmodel.hardware in the layers: one-XCD gfx908/gfx90a default (follow-up)",
-    "keet/llm/claims.py": "keet/llm is the verifier engineer's area: GPU word tables to derive from gpu_ids() (follow-up)",
-    "keet/llm/verify.py": "keet/llm is the verifier engineer's area: GPU_NAMES to derive from gpu_ids() (follow-up)",
     "keet/llm/evaluate.py": "the LLM evaluation runs on the zoo's H100 profiles: which profiles were measured",
-    "keet/llm/tools.py": "keet/llm is the verifier engineer's area: default GPU to become reference_gpu_id() (follow-up)",
-    "keet/rules/amd_base.py": "issue 18 item 3 follow-up: ARCH (CDNA occupancy constants) to move to isa/gfx*.toml + perfmodel.occupancy",
 }
 BUILD_TARGET = re.compile(r"^(sm_\d{2,3}a?|compute_\d{2,3}a?|gfx9[0-9a-f]{2})$")
 BUILD_FLAG = re.compile(r"gencode=arch=compute_\d|offload-arch=gfx")

@@ -174,3 +174,30 @@ def test_a_hedge_between_a_metric_and_its_number_widens_the_tolerance() -> None:
     hedged = [c for c in check("Here sol.dram_pct is about 70%.", book) if c.kind == "number"]
     plain = [c for c in check("Here sol.dram_pct is 70%.", book) if c.kind == "number"]
     assert [c.verdict for c in hedged] == ["supported"] and [c.verdict for c in plain] == ["unsupported"]
+
+
+def test_gpu_mentions_come_from_the_hardware_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPUs a sentence names are the database's ids as words, any case: no table of our own,
+    so a GPU file added in $PERFMODEL_HARDWARE_PATH is recognised too."""
+    from keet.llm.verify import gpu_mention
+    from perfmodel.hardware import BUILTIN_DIR, HARDWARE_PATH_ENV
+
+    found = gpu_mention().findall("H100, h200 and Mi300X; not H1000, XH100 or ZZ9000")
+    assert sorted(m.lower() for m in found) == ["h100", "h200", "mi300x"]
+    text = (BUILTIN_DIR / "h100.toml").read_text().replace('id = "h100"', 'id = "zz9000"').replace("reference = true\n", "")
+    (tmp_path / "zz9000.toml").write_text(text)
+    monkeypatch.setenv(HARDWARE_PATH_ENV, str(tmp_path))
+    assert gpu_mention().findall("On the ZZ9000 it took 392 us.") == ["ZZ9000"]
+
+
+def test_predict_tool_defaults_to_the_profiles_gpu_else_the_reference_gpu() -> None:
+    import dataclasses
+
+    from keet.llm.tools import ProfileTools
+    from perfmodel.hardware import reference_gpu_id
+
+    profile = load_profile(SGEMM)
+    assert ProfileTools(profile).predict()["gpu"] == "h100"  # the profile's own
+    device = dataclasses.replace(profile.device, name="A GPU the database does not describe")
+    unknown = dataclasses.replace(profile, device=device, devices={key: device for key in profile.devices})
+    assert ProfileTools(unknown).predict()["gpu"] == reference_gpu_id()

@@ -132,3 +132,61 @@ def test_cdna1_has_separate_vgpr_and_agpr_files():
     occ = occupancy.amd_cdna(cdna1, 64, 64, 0, agprs_per_thread=128)
     # 64 VGPRs: 4 waves per SIMD of the VGPR file; 128 AGPRs: 2 of the AGPR file, which binds
     assert occ.limits["registers"] == 4 * 4 and occ.limits["agprs"] == 2 * 4 and occ.blocks_per_sm == 8
+
+
+def test_the_cdna_calculator_runs_on_an_isa_file_alone():
+    """A profile that names its gfx arch but no GPU of the database: the arch's ISA file sizes the
+    occupancy; on a GPU of that arch the GPU file gives the same limits."""
+    for gpu_id in ("mi300x", "mi300a", "mi250x"):
+        hardware = gpu(gpu_id)
+        for launch in ((256, 64, 4096), (64, 100, 0), (1024, 32, 0), (128, 65, 8193)):
+            on_isa = occupancy.amd_cdna(hardware.isa, *launch, sgprs_per_wave=100, agprs_per_thread=32)
+            assert on_isa == occupancy.amd_cdna(hardware, *launch, sgprs_per_wave=100, agprs_per_thread=32), (gpu_id, launch)
+
+
+def test_amd_isa_is_the_profiles_arch_else_the_assumed_one():
+    from perfmodel.hardware import assumed_isa, isa
+
+    assert occupancy.amd_isa("gfx90a:sramecc+:xnack-") == (isa("gfx90a"), True)
+    assert occupancy.amd_isa("gfx940") == (isa("gfx942"), True)  # an alias of the gfx942 file
+    assumed = assumed_isa("amd")
+    assert occupancy.amd_isa(None) == (assumed, False) and occupancy.amd_isa("gfx1100") == (assumed, False)
+    # gfx950's file holds no occupancy facts (yet): assumed, not half-known
+    assert "gfx950" not in occupancy.amd_occupancy_isas() and occupancy.amd_isa("gfx950") == (assumed, False)
+    assert {"gfx908", "gfx90a", "gfx942"} <= set(occupancy.amd_occupancy_isas())
+
+
+def test_what_if_budgets_fit_exactly_one_more_wave_or_workgroup():
+    from perfmodel.hardware import isa
+
+    gfx942, gfx908 = isa("gfx942"), isa("gfx908")
+    # 512 VGPRs per lane shared by 3 waves, granule 8: 168; gfx908's 256 by 3, granule 4: 84
+    assert occupancy.amd_vgpr_budget(gfx942, 3) == 168 and occupancy.amd_vgpr_budget(gfx908, 3) == 84
+    assert occupancy.amd_vgpr_budget(gfx942, 9) == 0 and occupancy.amd_vgpr_budget(gfx908, 10) == 24  # 8 and 10 slots
+    assert occupancy.amd_sgpr_budget(gfx942, 8) == 96  # 800 // 8 = 100, down to the granule of 16
+    assert occupancy.amd_lds_budget(gfx942, 3) == 21504  # 65536 // 3 = 21845, down to 512-byte blocks
+    # the budget is the edge: at it the waves fit, one register more and they do not
+    for waves in range(1, 9):
+        budget = occupancy.amd_vgpr_budget(gfx942, waves)
+        assert occupancy.amd_cdna(gfx942, 64, budget, 0).waves_per_simd["registers"] >= waves
+        assert occupancy.amd_cdna(gfx942, 64, budget + 1, 0).waves_per_simd["registers"] < waves
+    for workgroups in range(1, 9):
+        budget = occupancy.amd_lds_budget(gfx942, workgroups)
+        assert occupancy.amd_cdna(gfx942, 256, 32, budget).limits["shared"] >= workgroups
+        assert occupancy.amd_cdna(gfx942, 256, 32, budget + 1).limits["shared"] < workgroups
+    with pytest.raises(ValueError):
+        occupancy.amd_vgpr_budget(gfx942, 0)
+
+
+def test_lifted_is_the_occupancy_without_a_limit():
+    from perfmodel.hardware import isa
+
+    # 128 VGPRs + 64 AGPRs allocate 192 of 512: 2 waves per SIMD, two 4-wave workgroups per CU
+    occ = occupancy.amd_cdna(isa("gfx942"), 256, 128, 0, agprs_per_thread=64)
+    assert occ.limiter == "registers" and occ.warps_per_sm == 8 and occ.waves_per_simd == {"registers": 2}
+    lifted = occ.lifted("registers")
+    assert "registers" not in lifted.limits and lifted.warps_per_sm == 32 and lifted.limiter == "warps"
+    heavy = occupancy.nvidia(gpu("h100"), 256, 255, 0)
+    assert heavy.lifted("registers").blocks_per_sm == 8  # then the 64 warp slots of an SM
+    with pytest.raises(ValueError):
+        occ.lifted("warps")

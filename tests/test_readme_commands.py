@@ -58,7 +58,7 @@ def command_key(line: str) -> str:
 
 # Every synopsis of the Use block is either run by the wheel tests below or named here with why
 # not: a new README command must be placed in one or the other.
-RUN_FROM_THE_WHEEL = {"keet explain", "keet metrics", "keet report", "keet explain --llm", "keet llm serve", "keet llm eval",
+RUN_FROM_THE_WHEEL = {"keet explain", "keet metrics", "keet report", "keet compare", "keet explain --llm", "keet llm serve", "keet llm eval",
                       "perfmodel gpus", "perfmodel predict", "perfmodel predict SOURCE.cu", "perfmodel validate",
                       "perfmodel calibrate", "python -m microbench.plots"}
 NOT_RUN = {
@@ -145,8 +145,10 @@ def test_plots_over_the_whole_calib_folder(tmp_path: Path) -> None:
     result = _plots([*map(str, CALIB), "--out", str(tmp_path / "img")], tmp_path)
     assert result.returncode == 0, result.stderr
     notes = result.stderr.strip().splitlines()
-    assert len(notes) == sum("l2_fetch_granularity" in p.name for p in CALIB)
-    assert all(n.startswith("microbench.plots: skipped ") and "l2_fetch_granularity" in n for n in notes)
+    # one number each; CUPTI suites' files; a run of suites no figure draws
+    other_layouts = ("l2_fetch_granularity", "kernel_duration", "sm_bandwidth", "atomic_types")
+    assert len(notes) == sum(any(kind in p.name for kind in other_layouts) for p in CALIB)
+    assert all(n.startswith("microbench.plots: skipped ") and any(kind in n for kind in other_layouts) for n in notes)
     for name in FIGURES:
         assert (tmp_path / "img" / f"microbench_{name}.svg").read_bytes() == (ROOT / "docs" / "img" / f"microbench_{name}.svg").read_bytes(), name
 
@@ -259,6 +261,18 @@ def test_explain_metrics_and_report(venv: Venv) -> None:
         args = command.split()
         assert venv.ok(*args).startswith(f"wrote {args[-1]}")
         assert (venv.work / args[-1]).read_text().lstrip().lower().startswith("<!doctype html")
+
+
+@pytest.mark.slow
+def test_compare(venv: Venv) -> None:
+    """The README's `keet compare` examples: the H100 -> H200 zoo passes, the transpose's fix
+    undone fails (exit status 1) with a JUnit file."""
+    examples = re.findall(r"^keet compare profiles/.*$", README, re.MULTILINE)  # the examples, not the synopsis
+    assert len(examples) == 2
+    assert venv.ok(*examples[0].split()).rstrip().endswith("exit status 0.")
+    result = venv.run(*examples[1].split())
+    assert result.returncode == 1 and "Newly found: shared_bank_conflicts" in result.stdout, result.stderr
+    assert '<failure type="regression"' in (venv.work / "compare.xml").read_text()
 
 
 @pytest.mark.slow

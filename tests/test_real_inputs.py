@@ -190,6 +190,8 @@ def test_omniperf1_workload_folder(omniperf1):
     kernel = profile.kernels[0]
     assert kernel.name.startswith("vecCopy(double*, double*, double*, int, int)") and kernel.grid == (4096, 1, 1)
     assert profile.value(kernel, "launch.sm_count") == 120.0
+    # Omniperf 1.x predates partitioned devices: one XCD, as rocprof-compute defines num_xcd there
+    assert profile.value(kernel, "num_xcd", origin="raw") == 1.0
 
 
 def test_omniperf1_sysinfo_alone(omniperf1):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from keet.analysis.compare import match
 from keet.cli import cli
 from keet.errors import KeetError
 from keet.ingest import load_profile
@@ -21,7 +22,6 @@ from keet.report import sections as S
 from keet.report.batch import comparison_sets, find_profiles, report_name
 from keet.report.batch import main as batch_main
 from keet.report.check import expected_sections, missing_sections, shown_sections
-from keet.report.compare import match
 from perfmodel.hardware import gpu
 
 ROOT = Path(__file__).resolve().parents[1]

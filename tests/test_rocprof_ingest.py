@@ -299,6 +299,25 @@ def test_workload_folder_of_per_pass_files(tmp_path):
     assert profile.device.sm_count == 128 and profile.kernels[0].invocations == 3  # cu_per_gpu as the file says
 
 
+def test_xcd_count_only_where_the_file_says_it():
+    """num_xcd is the file's: read where it is given; one XCD where the sysinfo says the device is
+    not partitioned (rocprof-compute's own definition of num_xcd); otherwise none, never inferred
+    from the gfx arch (that is the hardware database's, which the rules read)."""
+    import csv
+
+    from keet.ingest.rocprof_common import sysinfo_device
+
+    with open(DATA / "mi200_sysinfo.csv", newline="") as handle:
+        row = next(csv.DictReader(handle))
+    assert row["num_xcd"] == "1" and row["compute_partition"] == "NA" and row["gpu_arch"] == "gfx90a"
+    assert sysinfo_device(row).raw["num_xcd"] == (1.0, "XCD")
+    without = {k: v for k, v in row.items() if k != "num_xcd"}
+    assert sysinfo_device(without).raw["num_xcd"] == (1.0, "XCD")  # "NA": not partitioned
+    assert "num_xcd" not in sysinfo_device({**without, "compute_partition": "SPX"}).raw
+    assert "num_xcd" not in sysinfo_device({k: v for k, v in without.items() if k != "compute_partition"}).raw
+    assert sysinfo_device({**row, "num_xcd": "8", "compute_partition": "SPX"}).raw["num_xcd"] == (8.0, "XCD")
+
+
 def test_device_only_files():
     sysinfo = load_profile(DATA / "mi350_sysinfo.csv")
     assert sysinfo.device.arch == "gfx950" and sysinfo.device.attributes["num_xcd"] == "8"

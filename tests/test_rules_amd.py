@@ -300,6 +300,36 @@ def test_synthetic_vgpr_limit_on_gfx908_uses_its_separate_files():
     assert ev["amd.arch_vgpr"].compared_with == 84  # 256 // 3 = 85, granule 4
 
 
+def test_synthetic_occupancy_without_a_known_arch_assumes_the_marked_isa():
+    # no arch (rocprof v1 files name none), or one whose ISA file holds no occupancy facts (gfx950):
+    # the ISA file marked assumed_when_unnamed (gfx942), said so, at lower confidence
+    for arch in (None, "gfx950"):
+        device = Device(name="AMD GPU", vendor="amd", arch=arch)
+        f = findings(synthetic(device=device, amd__arch_vgpr=128.0, amd__accum_vgpr=64.0,
+                               launch__registers_per_thread=192.0))["amd-occupancy-registers"]
+        ev = {e.metric: e for e in f.evidence}
+        assert ev["occupancy.theoretical_warps"].value == 8 and ev["occupancy.theoretical_warps"].compared_with == 32
+        assert ev["amd.arch_vgpr"].compared_with == 168
+        assert f.confidence == 0.5 and "the gfx942 limits are assumed" in f.explanation
+
+
+def test_an_isa_file_added_in_a_folder_sizes_its_archs_occupancy(tmp_path, monkeypatch):
+    """Adding an arch is adding its ISA file: one with gfx908's facts under a new id, in a folder
+    named by $PERFMODEL_HARDWARE_PATH, gives a profile of that arch gfx908's limits, as known."""
+    from perfmodel.hardware import BUILTIN_DIR, HARDWARE_PATH_ENV
+
+    (tmp_path / "isa").mkdir()
+    text = (BUILTIN_DIR / "isa" / "gfx908.toml").read_text().replace('id = "gfx908"', 'id = "gfx9zz"')
+    (tmp_path / "isa" / "gfx9zz.toml").write_text(text)
+    monkeypatch.setenv(HARDWARE_PATH_ENV, str(tmp_path))
+    device = Device(name="AMD GPU", vendor="amd", arch="gfx9zz")
+    f = findings(synthetic(device=device, amd__arch_vgpr=128.0, launch__registers_per_thread=128.0,
+                           dram__throughput=None))["amd-occupancy-registers"]
+    ev = {e.metric: e for e in f.evidence}
+    assert ev["occupancy.theoretical_warps"].value == 8 and ev["occupancy.theoretical_warps"].compared_with == 40
+    assert ev["amd.arch_vgpr"].compared_with == 84 and f.confidence == 0.6 and "assumed" not in f.explanation
+
+
 def test_synthetic_lds_limited_occupancy():
     found = findings(synthetic(launch__shared_static=40_000.0))
     f = found["amd-occupancy-lds"]

@@ -285,9 +285,16 @@ class DeviceFacts:
     raw: dict[str, tuple[float, str]] = field(default_factory=dict)
 
 
-# gfx arch -> XCDs per device as rocprof counts them, for files that name the arch but not
-# the XCD count (Omniperf 2.x sysinfo of MI100/MI200). MI300 and later always say.
-_XCD_DEFAULTS = {"gfx908": 1, "gfx90a": 1}
+# The XCD count is recorded only where the file says it. A reader knows no GPU (keet.ingest sits
+# below the hardware database), so it never infers a count from the arch: what the file leaves
+# out, the rules take from the hardware file of the GPU (keet.rules.amd_base.xcd_count). One
+# case is the file's own statement: rocprof-compute defines num_xcd as "the total number of
+# accelerator complex dies in a compute partition ... For accelerators without partitioning
+# (i.e., pre-MI300), this is considered to be one" (ROCm/rocprofiler-compute, src/utils/specs.py,
+# MachineSpecs.num_xcd), and a sysinfo.csv that says the device is not partitioned (Omniperf 1.x,
+# which predates partitioned devices and has no partition column, or compute_partition "NA")
+# therefore counts one XCD by the tool's own definition, as its formulas divide by it.
+UNPARTITIONED = "NA"
 
 
 def _float(value: object) -> float | None:
@@ -315,7 +322,8 @@ def sysinfo_device(row: Mapping[str, str]) -> DeviceFacts:
 
     Clocks are in MHz, gpu_l2 in KiB, hbm_bw in GB/s.
     """
-    if "gpu_soc" in row and "gpu_arch" not in row and "gpu_model" not in row:
+    omniperf1 = "gpu_soc" in row and "gpu_arch" not in row and "gpu_model" not in row
+    if omniperf1:
         row = {**row, **{new: row[old] for old, new in _SYSINFO_V1.items() if old in row}}
         if not str(row.get("gpu_arch", "")).strip().startswith("gfx"):  # some 1.x releases put the model there
             row["gpu_model"], row["gpu_arch"] = row.get("gpu_model") or row.get("gpu_arch", ""), ""
@@ -336,7 +344,9 @@ def sysinfo_device(row: Mapping[str, str]) -> DeviceFacts:
         l2_bytes=int(l2_kib * 1024) if l2_kib else None,
         attributes={k: v for k, v in row.items() if str(v).strip() != ""},
     )
-    return DeviceFacts(device, device_constants(device, row.get("num_xcd"), row.get("max_waves_per_cu"), row.get("simd_per_cu"),
+    unpartitioned = omniperf1 or str(row.get("compute_partition", "")).strip().upper() == UNPARTITIONED
+    xcds = row.get("num_xcd") if _int(row.get("num_xcd")) else (1 if unpartitioned else None)
+    return DeviceFacts(device, device_constants(device, xcds, row.get("max_waves_per_cu"), row.get("simd_per_cu"),
                                                 row.get("wave_size")))
 
 
@@ -366,7 +376,7 @@ def device_constants(device: Device, xcds: object, max_waves: object, simds: obj
     raw: dict[str, tuple[float, str]] = {}
     if device.sm_count:
         raw["cu_per_gpu"] = (float(device.sm_count), "CU")
-    xcd_count = _int(xcds) or _XCD_DEFAULTS.get(device.arch or "")
+    xcd_count = _int(xcds)
     if xcd_count:
         raw["num_xcd"] = (float(xcd_count), "XCD")
     for name, value in (("max_waves_per_cu", max_waves), ("simd_per_cu", simds), ("wave_size", wave_size)):

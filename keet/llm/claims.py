@@ -25,11 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from keet.project_data import profiles_dir
+from perfmodel.hardware import gpu_ids
 
 SEED = 24
 PROFILES = ("h100/zoo_all.ncu-rep.xz", "h200/zoo_all.ncu-rep.xz")
-OTHER_GPUS = ("h100", "h200", "a100", "b200", "mi250x", "mi300x")
-GPU_WORDS = {"h100": "H100", "h200": "H200", "a100": "A100", "b200": "B200", "mi250x": "MI250X", "mi300x": "MI300X", "mi300a": "MI300A"}
+# A GPU as answers name it: its id in capitals, for every GPU of the hardware database (no table
+# of our own, as keet.llm.claims_natural). The set therefore follows the database: a GPU file
+# added or removed changes the generated sentences, and the stored claims.json is regenerated.
+GPU_WORDS = {gpu_id: gpu_id.upper() for gpu_id in gpu_ids()}
+# The GPUs a "wrong GPU" sentence may name instead of the profile's own: any of the database.
+OTHER_GPUS = tuple(GPU_WORDS)
 PER_KIND = 24  # sentences of each kind and label drawn (at most) per profile
 HELD_BACK = 5  # one in five
 

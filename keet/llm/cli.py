@@ -55,7 +55,9 @@ _OPTIONS: list[tuple[str, str, dict[str, Any]]] = [
     ("--model", "model", {"help": "Model name the endpoint serves (default: $KEET_MODEL)."}),
     ("--base-url", "base_url", {"help": "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL, "
                                         "else api.openai.com). The key is read from $OPENAI_API_KEY only."}),
-    ("--baseline", "baseline", {"type": click.Path(dir_okay=True), "help": "A second profile the agent may compare with (before a change, another GPU)."}),
+    ("--baseline", "baseline", {"type": click.Path(dir_okay=True), "help": "A profile to compare with (before a change, another GPU): "
+                                                                          "without --llm, the comparison `keet compare BASELINE PROFILE` prints; "
+                                                                          "with --llm, a tool the agent may call."}),
     ("--max-tool-calls", "max_tool_calls", {"type": click.IntRange(min=1), "help": "Tool calls per run [12]."}),
     ("--max-model-calls", "max_model_calls", {"type": click.IntRange(min=1), "help": "Model calls per run, repairs included [16]."}),
     ("--max-tokens", "max_tokens", {"type": click.IntRange(min=1), "help": "Tokens per model reply [1024]."}),

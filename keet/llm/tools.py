@@ -213,7 +213,7 @@ class ProfileTools:
         return self._documents[key]
 
     def work(self, kernel: Kernel, profile: Profile | None = None) -> tuple[Any, str | None]:
-        from keet.report.sections import model_inputs
+        from keet.analysis.predictions import model_inputs
 
         return model_inputs(profile or self.profile, kernel)
 
@@ -310,14 +310,15 @@ class ProfileTools:
         }
 
     def predict(self, kernel: str | None = None, gpu: str = "") -> dict[str, Any]:
-        from keet.report.sections import predictions
+        from keet.analysis.predictions import predictions
         from perfmodel.hardware import gpu as hardware
-        from perfmodel.hardware import gpu_ids
+        from perfmodel.hardware import gpu_ids, reference_gpu_id
 
         chosen = self.kernel(kernel)
         work, why_not = self.work(chosen)
         result = predictions(self.profile, chosen, work, why_not)
-        wanted = gpu.strip().lower() or result.own_gpu or "h100"
+        # no GPU asked for: the profile's own, else the zoo's reference GPU (a hardware file's [gpu] reference)
+        wanted = gpu.strip().lower() or result.own_gpu or reference_gpu_id()
         if wanted not in gpu_ids():
             raise ToolInputError(f"unknown GPU id {gpu!r}; known: {', '.join(gpu_ids())}")
         if result.error:
@@ -333,7 +334,7 @@ class ProfileTools:
     def compare(self, kernel: str | None = None) -> dict[str, Any]:
         if self.baseline is None:
             return {"error": "no baseline profile was given (keet explain --llm --baseline PROFILE)"}
-        from keet.report.compare import delta, match
+        from keet.analysis.compare import delta, match
 
         chosen = self.kernel(kernel)
         pairs, _unmatched = match(self.baseline.kernels, [chosen])
@@ -351,11 +352,11 @@ class ProfileTools:
         }
 
     def _side(self, profile: Profile, kernel: Kernel):
-        from keet.report.compare import Side
-        from keet.report.sections import predictions
+        from keet.analysis.compare import Side
+        from keet.analysis.predictions import own_prediction
 
-        work, why_not = self.work(kernel, profile)
-        prediction = predictions(profile, kernel, work, why_not).beside_measured()
+        work, _why_not = self.work(kernel, profile)
+        prediction = own_prediction(profile, kernel, work)
         return Side(profile, kernel, "", self.diagnosis_entry(kernel, profile)["diagnosis"], prediction, work)
 
     # ------------------------------------------------------------ langchain

@@ -49,6 +49,7 @@ from keet.canonical import vocabulary
 from keet.llm.fence import CLOSE, OPEN, fence, unfence
 from keet.profile import Kernel, Profile
 from keet.units import to_base
+from perfmodel.hardware import gpu_ids
 
 # ------------------------------------------------------------------ units
 
@@ -68,7 +69,6 @@ _SCALE_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e1
 
 # Dimensions whose figures belong to one GPU: a sentence naming a GPU restricts them to it.
 GPU_DIMENSIONS = {"time", "rate", "freq", "flop_rate", "ratio"}
-GPU_NAMES = {"h100": "h100", "h200": "h200", "b200": "b200", "a100": "a100", "mi300x": "mi300x", "mi300a": "mi300a", "mi250x": "mi250x"}
 HEDGES = ("~", "≈", "about", "approximately", "approx.", "roughly", "around", "nearly", "almost", "some", "over", "under",
           "up to", "close to")
 # Numbers a reader knows from the architecture, with what they are (unitless or with these units).
@@ -110,9 +110,22 @@ _METRIC = re.compile(r"(?<![\w/])[A-Za-z](?:[A-Za-z0-9_]*+(?:\.[A-Za-z0-9_]++)+|
 # How far back from a number its hedge ("about") or its step word ("step 3") is looked for.
 _LOOK_BACK = 64
 _FILE_SUFFIX = re.compile(r"\.(cu|cuh|h|hpp|cpp|cc|c|hip|cl|py|f90|md|json|txt|xz|ncu-rep)$", re.IGNORECASE)
-_GPU_MENTION = re.compile(r"\b(H100|H200|B200|A100|MI300X|MI300A|MI250X)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 _LINE_ORDINAL = re.compile(r"^\s*(?:[-*]\s+)?(?:\*\*)?\d+[.)]\s+")
+
+
+def gpu_mention() -> re.Pattern[str]:
+    """A GPU of the hardware database named in prose: its id as a word, in any case ("H100",
+    "mi300x"; the match lower-cased is the id). Built from gpu_ids(), so a GPU file added to the
+    database (or a folder of $PERFMODEL_HARDWARE_PATH) is recognised with no table here."""
+    return _mention_pattern(tuple(gpu_ids()))
+
+
+@functools.cache
+def _mention_pattern(ids: tuple[str, ...]) -> re.Pattern[str]:
+    # longest first: an id that begins another ("mi300" and "mi300x") must not win the match
+    words = "|".join(re.escape(gpu_id) for gpu_id in sorted(ids, key=len, reverse=True))
+    return re.compile(rf"\b({words})\b", re.IGNORECASE)
 
 
 def unit_dimension(unit: str | None) -> tuple[str | None, list[float]]:
@@ -625,8 +638,8 @@ def speed_of_light_facts(book: FactBook, document: dict[str, Any], own_gpu: str 
 def prediction_facts(book: FactBook, profile: Profile, kernels: list[Kernel], own_gpu: str | None) -> None:
     """The model's prediction and breakdown of each kernel on every GPU of the database, the
     GPUs' hardware figures, and the ratios a reader states (measured vs predicted, GPU vs GPU)."""
+    from keet.analysis.predictions import model_inputs, predictions
     from keet.llm.tools import prediction_dict
-    from keet.report.sections import model_inputs, predictions
     from perfmodel.hardware import gpu, gpu_ids
 
     for gpu_id in gpu_ids():
@@ -1040,14 +1053,15 @@ def extract_claims(answer: str, book: FactBook, limit: int | None = None) -> lis
     claims: list[Claim] = []
     prefixes = {name.split(".")[0] for name in book.metric_names if "." in name and "__" not in name}
     last_kernels = frozenset({book.default_kernel}) if book.default_kernel is not None else frozenset()
+    mention = gpu_mention()
     for index, (offset, sentence) in enumerate(sentences(answer)):
         if limit is not None and len(claims) > limit:
             break
-        gpus = frozenset(GPU_NAMES[m.lower()] for m in _GPU_MENTION.findall(sentence))
+        gpus = frozenset(m.lower() for m in mention.findall(sentence))
         named = book.kernels_named(sentence)
         if named:
             last_kernels = named
-        chars = list(_GPU_MENTION.sub(lambda m: " " * len(m.group(0)), sentence))
+        chars = list(mention.sub(lambda m: " " * len(m.group(0)), sentence))
         for a, b in book.name_spans(sentence):
             chars[a:b] = " " * (b - a)
         blanked = "".join(chars)

@@ -7,19 +7,23 @@ writes nothing when any input is bad.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from keet import __version__
+from keet.analysis.compare import Comparison, Side, delta, match
 from keet.explain import explain
 from keet.ingest import load_profile
 from keet.profile import Kernel, Profile
 from keet.report import figures, sections
-from keet.report.compare import Comparison, Side, delta, match
 from keet.summary import kernels_by_duration
+from perfmodel.features import prefetch
 
 # Told what the report is working on (a status line on a terminal; see keet.cli_options).
 Progress = Callable[[str], None] | None
@@ -162,20 +166,58 @@ def _draw(parts: KernelParts, name: str) -> dict[str, list[figures.Image]]:
     return drawn
 
 
+# Below this many kernels, starting drawing workers costs more than it saves.
+PARALLEL_KERNELS = 4
+# The profiles of the report being built, for drawing workers forked while it is built: they
+# inherit them (diagnoses, work counts and source counters already read) instead of pickles.
+_PROFILES: list[Profile] = []
+
+
+def _parts_job(profile_index: int, kernel_index: int) -> KernelParts:
+    profile = _PROFILES[profile_index]
+    return kernel_parts(profile, profile.kernels[kernel_index])
+
+
 def _all_parts(profiles: list[Profile], explain_all, progress: Progress = None) -> tuple[dict[tuple[int, int], KernelParts], Any]:
-    """Every kernel's parts (its source counters read, its figures drawn), then `explain_all`
-    (the diagnoses); returns the parts and its result. ``progress`` hears of each kernel drawn
-    (a report of many kernels takes minutes). One process: drawing workers forked from a process
-    that has disassembled SASS through ncu-report (the model's load chains do) hang in the native
-    library, so the parallel drawing is gone until the model's SASS reading is fork-safe (issue 23)."""
+    """`explain_all` (the diagnoses), then every kernel's parts (its sections and figures);
+    returns the parts and the diagnoses. The diagnoses and every kernel's source counters are
+    read here, through the readers' own workers (keet/ingest/ncu_rep_native.py); the figures,
+    pure Python, are drawn in forked workers when there are enough kernels and cores to pay
+    for them. ``progress`` hears of each kernel drawn (a report of many kernels takes minutes)."""
     keys = [(p, k) for p, profile in enumerate(profiles) for k in range(len(profile.kernels))]
     tell = progress or (lambda message: None)
-    parts = {}
-    for done, (p, k) in enumerate(keys):
-        tell(f"drawing kernel sections {done}/{len(keys)}")
-        parts[p, k] = kernel_parts(profiles[p], profiles[p].kernels[k])
     tell("diagnosing")
-    return parts, explain_all()
+    explained = explain_all()
+    # Everything read from the reports is read here, where the readers' workers are (the
+    # diagnoses derived the model's work counts; the hotspots need the source counters): the
+    # drawing workers inherit it and only draw.
+    kernels = [(profiles[p], profiles[p].kernels[k]) for p, k in keys]
+    prefetch(kernel for _, kernel in kernels)
+    for _, kernel in kernels:
+        kernel.prefetch_source(None)
+    for done, (profile, kernel) in enumerate(kernels):
+        tell(f"reading source counters {done}/{len(kernels)}")
+        sections.model_inputs(profile, kernel)
+        kernel.source  # noqa: B018 - read now: the drawing workers inherit it
+    drawn = lambda done: tell(f"drawing kernel sections {done}/{len(keys)}")
+    workers = min(os.cpu_count() or 1, len(keys))
+    if len(keys) < PARALLEL_KERNELS or workers < 2:
+        parts = {}
+        for done, (p, k) in enumerate(keys):
+            drawn(done)
+            parts[p, k] = kernel_parts(profiles[p], profiles[p].kernels[k])
+        return parts, explained
+    _PROFILES[:] = profiles
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = {pool.submit(_parts_job, *key): key for key in keys}
+            parts = {}
+            for done, future in enumerate(as_completed(futures), 1):
+                parts[futures[future]] = future.result()
+                drawn(done)
+            return parts, explained
+    finally:
+        _PROFILES.clear()
 
 
 def _profile_label(profile: Profile, index: int, name: str | None = None) -> str:

@@ -2,13 +2,20 @@
 
 The page loads nothing: styles are inline, figures are data: URIs, and its Content Security
 Policy forbids scripts and any network fetch, so a profile string that got past escaping still
-could not run or phone home.
+could not run or phone home. The site's index (keet.report.batch) has one script, its table
+sorting, allowed by its hash and nothing else.
 """
 
 from __future__ import annotations
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+import base64
+import hashlib
+from typing import Any
 
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from keet import __version__
 from keet.explain import evidence_text, metric_value, not_assessed_lines
 from keet.format import dims, si, source_path
 from keet.report.assemble import SECTIONS, Report
@@ -39,9 +46,15 @@ def render(report: Report) -> str:
     return _environment().get_template("report.html.j2").render(report=report)
 
 
-def render_index(reports: list[tuple[str, str, int]]) -> str:
-    """A page linking reports: (title, relative path, kernels) each."""
-    return _environment().get_template("index.html.j2").render(reports=reports)
+def render_index(site: dict[str, Any]) -> str:
+    """The site's index page: its sortable table of kernels (keet.report.batch.index_document
+    gives ``site``). The sorting script is the page's only script, allowed by its hash in the
+    Content Security Policy: no other script (say, one smuggled in by a kernel name that got
+    past escaping) may run, and the page still fetches nothing."""
+    env = _environment()
+    script = env.loader.get_source(env, "sort.js")[0].strip()
+    script_hash = "sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return env.get_template("index.html.j2").render(site=site, script=Markup(script), script_hash=script_hash, version=__version__)
 
 
 def _rate_unit(unit: str) -> str:

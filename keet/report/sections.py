@@ -7,18 +7,23 @@ does not hold returns None; :func:`missing_note` says what to collect instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass
 
 import pandas as pd
 
+# The model's predictions live in the analysis layer, which every presenter shares; the report's
+# figures and assembly (and code written against this module) still name them from here.
+from keet.analysis.predictions import (  # noqa: F401 - re-exported
+    CLOCK_MISMATCH,
+    GPUPrediction,
+    Predictions,
+    model_inputs,
+    predictions,
+)
 from keet.canonical import vocabulary
 from keet.profile import Kernel, Profile
 from perfmodel.hardware import SECTOR_BYTES, SHARED_WAVEFRONT_BYTES
 
-# A profile's SM clock this far from the hardware file's boost clock gets its own prediction at
-# that clock, so that the model is compared with the measured time at the clock it ran at.
-CLOCK_MISMATCH = 0.02
 HOT_LINES = 8
 EXCERPT_CONTEXT = 2
 EXCERPT_MAX_LINES = 80
@@ -115,36 +120,6 @@ class Hotspots:
     counter_label: str
     lines: list[Hotspot]
     excerpts: list[Excerpt]
-
-
-@dataclass
-class GPUPrediction:
-    gpu: str
-    name: str
-    predicted_ns: float | None
-    bound: str | None = None
-    lower_bound: bool = False
-    breakdown: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None
-    clock_hz: float | None = None
-
-
-@dataclass
-class Predictions:
-    own_gpu: str | None  # the profile's GPU in the database
-    at_profile_clock: GPUPrediction | None  # own GPU at the SM clock the profile ran at
-    per_gpu: list[GPUPrediction]
-    measured_ns: float | None
-    error: str | None = None  # why nothing could be predicted
-
-    def beside_measured(self) -> GPUPrediction | None:
-        """The prediction to set beside the measured time: the profile's GPU at the profiled
-        clock where that differs from the boost clock, else at boost; None for a GPU the
-        database lacks."""
-        if self.at_profile_clock is not None:
-            return self.at_profile_clock
-        return next((p for p in self.per_gpu if p.gpu == self.own_gpu and p.predicted_ns is not None), None)
 
 
 # ---------------------------------------------------------------- summary
@@ -365,54 +340,3 @@ def _excerpts(source, lines: pd.DataFrame, counter: str, total: float, hot: list
         excerpts.append(Excerpt(file, [(n, source_lines[n - 1], shares.get((file, n), 0.0))
                                        for n in range(first, min(last, len(source_lines)) + 1)]))
     return excerpts
-
-
-# ---------------------------------------------------------------- model
-
-
-def _at_clock(gpu, clock_hz: float):
-    """The GPU's hardware file with its SM clock set to the one a profile ran at."""
-    from perfmodel.hardware import Param
-
-    params = dict(gpu.params)
-    params["clock_boost_hz"] = Param("clock_boost_hz", clock_hz, "hz", "derived", "the SM clock the profile ran at")
-    return replace(gpu, params=params)
-
-
-def _predict(gpu, work, clock_hz: float | None = None) -> GPUPrediction:
-    from perfmodel.model import predict
-
-    try:
-        result = predict(gpu, work)
-    except ValueError as exc:  # a block exceeds a per-SM limit of that GPU
-        return GPUPrediction(gpu.id, gpu.name, None, error=str(exc))
-    return GPUPrediction(gpu.id, gpu.name, result.predicted_ns, result.bound, result.lower_bound, result.breakdown,
-                         result.notes, clock_hz=clock_hz or gpu.value("clock_boost_hz"))
-
-
-def predictions(profile: Profile, kernel: Kernel, work, work_error: str | None) -> Predictions:
-    """The model's time on every GPU of the database from this kernel's work counts, and on the
-    profile's own GPU at the clock it was profiled at (next to the measured time)."""
-    from perfmodel.hardware import gpu, gpu_id_for_device_name, gpu_ids
-
-    own = gpu_id_for_device_name(profile.device.name)
-    if work is None:
-        return Predictions(own, None, [], kernel.duration_ns, error=work_error)
-    per_gpu = [_predict(gpu(gpu_id), work) for gpu_id in gpu_ids()]
-    at_clock = None
-    clock = profile.value(kernel, "sm_clock") or profile.device.sm_clock_hz
-    if own and clock:
-        boost = gpu(own).value("clock_boost_hz")
-        if boost and abs(clock - boost) / boost > CLOCK_MISMATCH:
-            at_clock = _predict(_at_clock(gpu(own), clock), work, clock)
-    return Predictions(own, at_clock, per_gpu, kernel.duration_ns)
-
-
-def model_inputs(profile: Profile, kernel: Kernel) -> tuple[Any, str | None]:
-    """The model's work counts for a kernel, or None and the reason it has none."""
-    from perfmodel.features import features
-
-    try:
-        return features(profile, kernel), None
-    except (ValueError, KeyError) as exc:
-        return None, str(exc)

@@ -9,9 +9,9 @@ A rule that has its metrics but not the device fact it must compare them with (t
 a GPU the profile does not name) returns :class:`Unassessed`; the diagnosis lists it under *not
 assessed*, with the command that would provide the fact, instead of guessing a ceiling.
 
-Architecture constants (``ARCH``) come from the LLVM AMDGPU backend (AMDGPUBaseInfo.cpp, AMD
-maintained) and the ROCm GPU specification table, as cited in perfmodel/hardware/mi*.toml;
-docs/rules.md lists them.
+Architecture constants (register files, wave slots, allocation granules) are no business of the
+rules: they live in the ISA files (perfmodel/hardware/isa/gfx*.toml, each value with its source)
+and the occupancy rules read them through perfmodel.occupancy (:func:`occupancy_isa`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from keet.rules.base import CATEGORIES, Finding, KernelView, Rule
+from perfmodel.hardware import ISA, assumed_isa, isa
+from perfmodel.occupancy import amd_isa
 
 # The command line for ``./app``; rules name the counters, explain merges them into one line.
 APP = "-- ./app"
@@ -68,44 +70,19 @@ class Unassessed:
     collect: str = DEVICE_COLLECT
 
 
-@dataclass(frozen=True)
-class Arch:
-    """Occupancy constants of one CDNA generation (per SIMD; 4 SIMDs per CU)."""
-
-    name: str
-    vgprs: int  # VGPRs per SIMD lane a wave can be given (unified VGPR+AGPR file on gfx90a/gfx942)
-    unified: bool  # AGPRs share the VGPR file (gfx90a, gfx942) or have their own (gfx908)
-    vgpr_granule: int  # VGPRs are allocated per wave in units of this
-    max_waves: int  # wave slots per SIMD
-    sgprs: int = 800  # SGPRs per SIMD (gfx9)
-    sgpr_granule: int = 16
-    simds: int = 4  # SIMDs per CU
-    lds_bytes: int = 65536  # LDS per CU
-    lds_granule: int = 512  # LDS is allocated per workgroup in 128-dword blocks (gfx7-gfx9+)
-    max_workgroups: int = 16  # per CU, for workgroups of more than one wave (16 barriers)
+def occupancy_isa(k: KernelView) -> tuple[ISA, bool]:
+    """The ISA file whose facts size the kernel's occupancy, and whether it is the profile's own
+    arch (else the AMD ISA the hardware database marks as assumed when a profile names no arch
+    whose file has them, and the rules say so at lower confidence)."""
+    return amd_isa(k.device.arch)
 
 
-# Sources: LLVM AMDGPUBaseInfo.cpp getTotalNumVGPRs / getVGPRAllocGranule / getMaxWavesPerEU /
-# getTotalNumSGPRs (800 on gfx8+) / getSGPRAllocGranule (16 on gfx8+) / getEUsPerCU /
-# getMaxWorkGroupsPerCU (16 barriers), AMDGPUUsage "COMPUTE_PGM_RSRC2.LDS_SIZE" (128-dword
-# granule), ROCm GPU specifications table (LDS 64 KiB, VGPR file 512 KiB per CU).
-ARCH = {
-    "gfx908": Arch("gfx908 (CDNA)", vgprs=256, unified=False, vgpr_granule=4, max_waves=10),
-    "gfx90a": Arch("gfx90a (CDNA2)", vgprs=512, unified=True, vgpr_granule=8, max_waves=8),
-    "gfx942": Arch("gfx942 (CDNA3)", vgprs=512, unified=True, vgpr_granule=8, max_waves=8),
-}
-# Without a named arch the CDNA2/CDNA3 values are assumed (the same for gfx90a and gfx942)
-# and the finding says so, at lower confidence.
-DEFAULT_ARCH = "gfx942"
-
-
-
-def arch(k: KernelView) -> tuple[Arch, bool]:
-    """The CDNA constants of the profile's GPU, and whether its arch is known (else assumed)."""
-    name = (k.device.arch or "").split(":")[0]
-    if name in ARCH:
-        return ARCH[name], True
-    return ARCH[DEFAULT_ARCH], False
+def wave_size(k: KernelView) -> float:
+    """Work-items of a wave: the profile's (amd.wave_size, from sysinfo or agent_info), else the
+    warp_size of its arch's ISA file, else of the AMD ISA assumed when a profile names none."""
+    if k.metric("amd.wave_size"):
+        return k.metric("amd.wave_size")
+    return (isa(k.device.arch) or assumed_isa("amd")).require("warp_size")
 
 
 def hardware(k: KernelView):

@@ -10,7 +10,7 @@ matrix cores.
 
 from __future__ import annotations
 
-from keet.rules.amd_base import amd_rule, pmc
+from keet.rules.amd_base import amd_rule, pmc, wave_size
 from keet.rules.base import Evidence, Finding, KernelView, clamp, num, pct
 
 # Utilization from which a pipe sets the pace (the NVIDIA pipe rules' threshold); 0.9
@@ -20,7 +20,6 @@ SATURATED_PCT = 80.0
 # A wave whose VALU instructions run with fewer than this share of its lanes active is
 # diverged (a quarter of the lanes idle, as the NVIDIA rule's 24 of 32).
 ACTIVE_LANE_SHARE = 0.75
-DEFAULT_WAVE = 64
 
 VALU_COLLECT = pmc("SQ_ACTIVE_INST_VALU", "GRBM_GUI_ACTIVE", "SQ_INSTS_VALU_FMA_F32", "SQ_INSTS_VALU_FMA_F64", "SQ_INSTS_MFMA")
 VALU_NEEDS = ("amd.valu_util_pct", "flop.fp32", "flop.fp64")
@@ -131,7 +130,7 @@ def mfma(k: KernelView) -> Finding | None:
 )
 def divergence(k: KernelView) -> Finding | None:
     active = k.metric("warp.active_threads")
-    wave = k.metric("amd.wave_size") or DEFAULT_WAVE
+    wave = wave_size(k)
     if active >= ACTIVE_LANE_SHARE * wave:
         return None
     idle = 1 - active / wave

@@ -1,17 +1,22 @@
 """Occupancy from resources on AMD: VGPRs/AGPRs, SGPRs or LDS cap the resident waves per CU.
 
 Computed from the kernel's resources alone (rocprof writes them with every dispatch, so this
-works on kernel traces too), with the CDNA constants of :data:`keet.rules.amd_base.ARCH`:
+works on kernel traces too) by the CDNA occupancy calculator, :func:`perfmodel.occupancy.amd_cdna`,
+with the facts of the profile's arch (perfmodel/hardware/isa/gfx*.toml, each with its source):
 
-* VGPRs: gfx90a/gfx942 have one 512-entry file per SIMD lane shared by arch VGPRs and AGPRs;
-  a wave gets align(arch, 4) + AGPRs rounded up to 8 (the AGPRs start at the 4-aligned
-  accum_offset). gfx908 has 256 arch VGPRs and 256 AGPRs in separate files, granule 4.
-  Waves per SIMD = min(wave slots, file // allocation): 8 slots on gfx90a/gfx942, 10 on gfx908.
-* SGPRs: 800 per SIMD, allocated in 16s.
-* LDS: 64 KiB per CU, allocated per workgroup in 512-byte blocks.
-* A workgroup's waves are spread over the 4 SIMDs of one CU, so a CU holds
-  floor(4 x waves per SIMD / waves per workgroup) workgroups by each register limit, and at
-  most 16 multi-wave workgroups (barriers).
+* VGPRs: gfx90a/gfx942 have one file per SIMD lane shared by arch VGPRs and AGPRs; a wave
+  gets its VGPRs aligned to the ACCUM_OFFSET granule plus its AGPRs, rounded up to the
+  allocation granule. gfx908 has arch VGPRs and AGPRs in separate files of the same size.
+  Waves per SIMD = min(wave slots, file // allocation).
+* SGPRs and LDS: a file per SIMD (CU), allocated in granules.
+* A workgroup's waves are spread over the SIMDs of one CU, so a CU holds
+  floor(SIMDs x waves per SIMD / waves per workgroup) workgroups by each register limit, and
+  at most as many multi-wave workgroups as it has barriers.
+
+The resources the rules name group the calculator's limits: "vgpr" the register file(s), "sgpr",
+"lds", and "slots" (wave slots and barriers: no resource of the kernel's to change). The budgets
+the suggestions give (VGPRs or LDS bytes that fit one more wave or workgroup) are the
+calculator's what-if helpers.
 
 Occupancy matters only when waves wait on latency; with a unit near its peak more waves do
 not help. The impact is therefore discounted by the busiest unit the profile measured, and
@@ -23,8 +28,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from keet.rules.amd_base import Arch, amd_rule, arch, hbm_peak
+from keet.rules.amd_base import amd_rule, hbm_peak, occupancy_isa
 from keet.rules.base import Evidence, Finding, KernelView, clamp, num
+from perfmodel.hardware import ISA
+from perfmodel.occupancy import (
+    Occupancy,
+    amd_cdna,
+    amd_lds_budget,
+    amd_occupancy_isas,
+    amd_sgpr_budget,
+    amd_vgpr_budget,
+    amd_wave_slots_per_simd,
+)
 
 # Fewer than half of the CU's wave slots resident: too few waves to hide memory latency
 # (a CDNA SIMD issues one instruction per wave per 4 cycles and a load waits hundreds of
@@ -34,60 +49,49 @@ NEEDS = ("amd.arch_vgpr", "amd.accum_vgpr", "amd.sgpr", "launch.block_size", "la
 COLLECT = "rocprofv3 --kernel-trace -- ./app"
 # Derived (not profile) evidence these rules add: theoretical waves per CU from the resources.
 DERIVED = "occupancy.theoretical_warps"
+# The resources the rules name -> the calculator's limits they group (perfmodel.occupancy.amd_cdna):
+# VGPRs and AGPRs are one resource to the kernel's author (both are vector registers the
+# compiler allocates), "slots" is the CU itself.
+RESOURCES = {"vgpr": ("registers", "agprs"), "sgpr": ("sgprs",), "lds": ("shared",), "slots": ("warps", "blocks")}
 
 
 @dataclass
 class Limits:
-    arch: Arch
-    known: bool
-    wave_per_wg: int
-    by: dict[str, float]  # workgroups per CU allowed by each resource
+    isa: ISA  # the facts the occupancy was computed with
+    known: bool  # the profile's own arch (else the assumed one)
+    occupancy: Occupancy
+    by: dict[str, float]  # workgroups per CU allowed by each resource of RESOURCES (inf: it does not limit)
     vgpr_cap: int  # most VGPRs per work-item that fit one more wave per SIMD (0 if none)
     sgpr_cap: int
     lds_cap: int  # most LDS bytes per workgroup that fit one more workgroup per CU
 
     @property
     def max_waves(self) -> int:
-        return self.arch.simds * self.arch.max_waves
+        return self.occupancy.max_warps_per_sm
 
     def waves(self, excluding: str | None = None) -> float:
-        wgs = min(v for name, v in self.by.items() if name != excluding)
-        return min(wgs * self.wave_per_wg, self.max_waves)
-
-
-def _per_simd(file: int, alloc: int, slots: int) -> int:
-    return slots if alloc <= 0 else min(slots, file // alloc)
+        """Resident waves per CU, or what they would be were resource ``excluding`` lifted."""
+        occupancy = self.occupancy.lifted(*RESOURCES[excluding]) if excluding else self.occupancy
+        return occupancy.warps_per_sm
 
 
 def limits(k: KernelView) -> Limits:
-    a, known = arch(k)
+    """The kernel's occupancy from its resources and what-if budgets for each resource."""
+    facts, known = occupancy_isa(k)
     arch_vgpr, accum, sgpr = k.metric("amd.arch_vgpr"), k.metric("amd.accum_vgpr"), k.metric("amd.sgpr")
-    block, lds = k.metric("launch.block_size"), k.metric("launch.shared_static")
-    wave = int(k.metric("amd.wave_size") or 64)
-    w = max(1, math.ceil(block / wave))
-    if a.unified:
-        alloc = math.ceil((math.ceil(arch_vgpr / 4) * 4 + accum) / a.vgpr_granule) * a.vgpr_granule
-    else:
-        alloc = math.ceil(max(arch_vgpr, accum) / a.vgpr_granule) * a.vgpr_granule
-    vgpr_simd = _per_simd(a.vgprs, alloc, a.max_waves)
-    sgpr_alloc = math.ceil(sgpr / a.sgpr_granule) * a.sgpr_granule
-    sgpr_simd = _per_simd(a.sgprs, sgpr_alloc, a.max_waves)
-    slots = a.simds * a.max_waves // w
-    by = {
-        "vgpr": a.simds * vgpr_simd // w,
-        "sgpr": a.simds * sgpr_simd // w,
-        "slots": min(slots, a.max_workgroups) if w > 1 else slots,
-        "lds": math.inf,
-    }
-    lds_cap = 0
-    if lds > 0:
-        lds_alloc = math.ceil(lds / a.lds_granule) * a.lds_granule
-        by["lds"] = a.lds_bytes // lds_alloc
-        lds_cap = (a.lds_bytes // (by["lds"] + 1)) // a.lds_granule * a.lds_granule
-    # the largest allocation that fits one more wave per SIMD
-    vgpr_cap = (a.vgprs // (vgpr_simd + 1)) // a.vgpr_granule * a.vgpr_granule if vgpr_simd < a.max_waves else 0
-    sgpr_cap = (a.sgprs // (sgpr_simd + 1)) // a.sgpr_granule * a.sgpr_granule if sgpr_simd < a.max_waves else 0
-    return Limits(a, known, w, by, vgpr_cap, sgpr_cap, lds_cap)
+    occ = amd_cdna(facts, k.metric("launch.block_size"), arch_vgpr, k.metric("launch.shared_static"),
+                   sgprs_per_wave=sgpr, agprs_per_thread=accum)
+    by = {resource: min((occ.limits[name] for name in names if name in occ.limits), default=math.inf)
+          for resource, names in RESOURCES.items()}
+    # the budgets start from the waves per SIMD each file allows now (a file the kernel does not
+    # use allows every slot, and no budget is given for it)
+    slots = amd_wave_slots_per_simd(facts)
+    vgpr_simd = min((occ.waves_per_simd[name] for name in RESOURCES["vgpr"] if name in occ.waves_per_simd), default=slots)
+    sgpr_simd = occ.waves_per_simd.get("sgprs", slots)
+    vgpr_cap = amd_vgpr_budget(facts, vgpr_simd + 1)
+    sgpr_cap = amd_sgpr_budget(facts, sgpr_simd + 1)
+    lds_cap = amd_lds_budget(facts, occ.limits["shared"] + 1) if "shared" in occ.limits else 0
+    return Limits(facts, known, occ, by, vgpr_cap, sgpr_cap, lds_cap)
 
 
 def _busiest(k: KernelView) -> tuple[float | None, list[Evidence]]:
@@ -108,7 +112,10 @@ def _busiest(k: KernelView) -> tuple[float | None, list[Evidence]]:
 
 def _assess(k: KernelView, resources: tuple[str, ...]) -> tuple[Limits, str, float, float] | None:
     """(limits, binding resource, waves now, waves with it lifted) when one of ``resources`` alone limits."""
-    lim = limits(k)
+    try:
+        lim = limits(k)
+    except ValueError:  # resources no launch has (an empty workgroup, negative registers): nothing to assess
+        return None
     now = lim.waves()
     if now >= LOW_SHARE * lim.max_waves:
         return None
@@ -127,8 +134,8 @@ def _finding(k: KernelView, category: str, rule_id: str, lim: Limits, now: float
     gain = 1 - now / lifted
     busiest, busy_evidence = _busiest(k)
     evidence += busy_evidence
-    assumed = "" if lim.known else (" The profile names no arch whose limits keet knows (gfx908, gfx90a, gfx942); the CDNA2/CDNA3 limits "
-                       "are assumed (gfx950's larger LDS would allow more workgroups).")
+    assumed = "" if lim.known else (f" The profile names no arch whose occupancy limits the hardware database has "
+                                    f"({', '.join(amd_occupancy_isas())}); the {lim.isa.id} limits are assumed.")
     if busiest is None:
         # impact = 1 - waves now / waves with the limit lifted: an upper bound, as nothing
         # in the profile says whether the kernel waits on latency
@@ -162,7 +169,8 @@ def registers(k: KernelView) -> Finding | None:
     block = k.metric("launch.block_size")
     if binding == "vgpr":
         arch_vgpr, accum = k.metric("amd.arch_vgpr"), k.metric("amd.accum_vgpr")
-        relation = "> (VGPRs + AGPRs for one more wave per SIMD)" if lim.arch.unified else "> (for one more wave per SIMD)"
+        # one file for VGPRs and AGPRs (CDNA2/3): the budget covers both
+        relation = "> (VGPRs + AGPRs for one more wave per SIMD)" if lim.isa.require("agprs_unified") else "> (for one more wave per SIMD)"
         evidence = [k.evidence("amd.arch_vgpr", float(lim.vgpr_cap), relation), k.evidence("amd.accum_vgpr"),
                     k.evidence("launch.block_size")]
         what = f"Each work-item holds {num(arch_vgpr)} arch VGPRs and {num(accum)} AGPRs"

@@ -151,6 +151,12 @@ def isa_ids() -> list[str]:
     return sorted(_isa_files())
 
 
+def isas() -> list[ISA]:
+    """Every ISA file of the database, by id, from one listing of the folders (isa_ids() then
+    isa() of each would list them once per id)."""
+    return [_parse_isa(path, path.stat().st_mtime_ns) for _isa_id, path in sorted(_isa_files().items())]
+
+
 def isa(name: str | None) -> ISA | None:
     """The ISA file of an arch name ("sm_90", "gfx942:sramecc+:xnack-", an alias such as "gfx940"), or None."""
     key = (name or "").split(":")[0].strip().lower()
@@ -163,9 +169,8 @@ def isa(name: str | None) -> ISA | None:
 
 def assumed_isa(vendor: str) -> ISA:
     """The ISA a rule assumes for a profile of ``vendor`` that names no known arch."""
-    for isa_id in isa_ids():
-        found = isa(isa_id)
-        if found is not None and found.vendor == vendor and found.assumed_when_unnamed:
+    for found in isas():
+        if found.vendor == vendor and found.assumed_when_unnamed:
             return found
     raise KeetError(f"no ISA file of vendor {vendor!r} is marked assumed_when_unnamed")
 
