@@ -8,8 +8,9 @@ process: imports included) on the plain .ncu-rep files:
   identical launches) and h100_step_run2.ncu-rep (the same step captured again);
 - profiles/corpus/h100/h100_partpairs.ncu-rep (98 MB, 34 launches of before/after operator pairs).
 
-Memory is the peak of the sum of the resident memory of the command's process tree (the command
-and the workers that read the report), sampled every 20 ms, recorded in the benchmark's extra_info.
+Memory is the peak of the proportional resident memory (PSS) of the command's process tree (the
+command and the workers that read the report; pages forked workers share with their parent
+counted once), sampled every 20 ms, recorded in the benchmark's extra_info.
 """
 
 from __future__ import annotations
@@ -28,31 +29,33 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def _tree_rss(root: int) -> int:
-    """Resident bytes of a process and all its descendants (from /proc)."""
+def _tree_pss(root: int) -> int:
+    """Proportional resident bytes (PSS: pages shared between processes, as forked workers share
+    their parent's, counted once in all) of a process and all its descendants (from /proc)."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
         except OSError:
             continue
-        pid, parent = int(entry.name), int(fields[1])
-        children.setdefault(parent, []).append(pid)
-        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        children.setdefault(parent, []).append(int(entry.name))
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
         stack.extend(children.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                total += next(int(line.split()[1]) * 1024 for line in rollup if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            continue
     return total
 
 
 def run_measured(command: list[str]) -> dict[str, float]:
-    """Run a command; its wall time and the peak resident memory of its process tree."""
+    """Run a command; its wall time and the peak proportional resident memory of its process tree."""
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
     peak = 0
@@ -61,7 +64,7 @@ def run_measured(command: list[str]) -> dict[str, float]:
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, _tree_rss(process.pid))
+            peak = max(peak, _tree_pss(process.pid))
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample)
@@ -71,7 +74,7 @@ def run_measured(command: list[str]) -> dict[str, float]:
     done.set()
     sampler.join()
     assert process.returncode == 0, err.decode()
-    return {"seconds": seconds, "peak_tree_rss_mb": peak / 2**20}
+    return {"seconds": seconds, "peak_tree_pss_mb": peak / 2**20}
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +95,7 @@ def partpairs(tmp_path_factory) -> Path:
 def _bench(benchmark, command: list[str], rounds: int = 3) -> None:
     measured: list[dict[str, float]] = []
     benchmark.pedantic(lambda: measured.append(run_measured(command)), rounds=rounds, iterations=1)
-    benchmark.extra_info["peak_tree_rss_mb"] = max(m["peak_tree_rss_mb"] for m in measured)
+    benchmark.extra_info["peak_tree_pss_mb"] = max(m["peak_tree_pss_mb"] for m in measured)
 
 
 def test_explain_step_report(benchmark, step):
