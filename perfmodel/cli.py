@@ -162,13 +162,16 @@ def _predict_source(path: Path, hardware, kernel: str | None, fmt: str, explain:
         if isinstance(item, StaticError):
             name = item.launch.name if item.launch else str(path)
             failed = {"name": name, "predicted_ns": None, "error": str(item)}
-            if item.launched_by:  # a device-side launch (dynamic parallelism) the interpreter did not count
-                failed |= {"launched_by": item.launched_by, "grid": list(item.launch.grid), "block": list(item.launch.block),
+            if item.launch:
+                failed |= {"kernel": item.launch.kernel, "grid": list(item.launch.grid), "block": list(item.launch.block),
                            "launches": item.launch.count}
+            if item.launched_by:  # a device-side launch (dynamic parallelism) the interpreter did not count
+                failed["launched_by"] = item.launched_by
             results.append(failed)
             continue
         launch = item.launch
-        entry = {"grid": list(launch.grid), "block": list(launch.block), "launches": launch.count}
+        # "kernel": the mangled name, which profilers print too (ncu --print-kernel-base mangled)
+        entry = {"kernel": launch.kernel, "grid": list(launch.grid), "block": list(launch.block), "launches": launch.count}
         if item.launched_by:
             entry["launched_by"] = item.launched_by
         try:

@@ -89,6 +89,10 @@ def test_stubs_record_and_answer_success():
     assert 'int cublasSgemm_v2() { perfmodel_library_call("cuBLAS", "cublasSgemm_v2"); return 0; }' in text
     assert 'const char* cudnnGetErrorString()' in text  # a string, not 0, for functions that answer one
     assert 'int cudaMemcpy3D() { perfmodel_runtime_stub("cudaMemcpy3D"); return 0; }' in text
+    # a search for algorithms answers one, else the program gives up before its GEMM (llm.c matmul_forward 3)
+    text = stub_source(["cublasLtMatmulAlgoGetHeuristic"])
+    assert ("int cublasLtMatmulAlgoGetHeuristic(void*, void*, void*, void*, void*, void*, void*, int asked, void*, "
+            "int* answer) {" in text and "if (answer) *answer = asked > 0 ? 1 : 0;" in text)
     with pytest.raises(ValueError):
         stub_source(["system"])
 
@@ -325,3 +329,215 @@ int main() {
     assert doc["runtime_calls_not_modelled"] == {"cudaCreateChannelDesc": 1, "cudaCreateTextureObject": 1}
     text = " ".join(perfmodel("predict", src, "--gpu", "h100").stdout.split())
     assert "x1: >= " in text and "lower bound: not counted: texture fetches' memory traffic" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# Constructs of the open-source corpus (docs/validation.md): wmma shapes and types, dynamic
+# parallelism, data files next to the source, OpenMP host code, graph memory nodes, pointers
+# stored in device memory, the time after the first launch, the program's own assertions.
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.toolchain
+def test_wmma_shapes_and_types_compute_exactly(toolchain_ready):
+    """f64 m8n8k4 (DMMA), tf32 m16n16k8, u8 -> s32 m16n16k16 (IMMA, the accumulator from shared
+    memory, column-major) and f16 m32n8k16 with f16 accumulators: the interpreted results equal
+    numpy's exactly (every value is a small integer or a quarter), each counted as its SASS MMAs."""
+    import numpy as np
+
+    from perfmodel.hardware import gpu
+    from perfmodel.static.interpreter import count_work
+    from perfmodel.static.source import _inputs, _parsed
+    from perfmodel.terms.tensor import tensor_rate
+
+    source = PROGRAMS / "wmma_shapes.cu"
+    compiled = compile_cu(source, "h100")
+    module = _parsed(compiled.ptx)
+    seen = {}
+    for launch in discover_launches(source, "h100", compiled=compiled):
+        memory, args, ids, _ = _inputs(launch)
+        blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
+        work = count_work(module.kernels[launch.kernel], launch.grid, launch.block, args, memory, sample=blocks)
+        inputs = [launch.buffers[i].read() for i in ids]
+        outputs = [memory.buffer(f"buffer{i}") for i in ids]
+        name = function_base_name(launch.name)
+        seen[name] = work["tensor_instructions"]
+        if name == "gemm_f64":  # C (32 x 32) += A (32 x 16, row-major) B (16 x 32, column-major)
+            a, b = inputs[0].view(np.float64).reshape(32, 16), inputs[1].view(np.float64).reshape(32, 16).T
+            want = a @ b + inputs[2].view(np.float64).reshape(32, 32)
+            assert np.array_equal(outputs[2].view(np.float64).reshape(32, 32), want)
+        elif name == "gemm_tf32":  # D (column-major) = 2 A (column-major) B (row-major)
+            a = inputs[0].view(np.float32).reshape(16, 32).T.astype(np.float64)
+            b = inputs[1].view(np.float32).reshape(16, 32).astype(np.float64)
+            assert np.array_equal(outputs[2].view(np.float32).reshape(32, 32).T, 2 * (a @ b))
+        elif name == "gemm_u8":  # D (row-major s32) = A (row-major u8) B (column-major u8) + C (column-major)
+            a, b = inputs[0].reshape(16, 32).astype(np.int64), inputs[1].reshape(16, 32).T.astype(np.int64)
+            want = a @ b + inputs[2].view(np.int32).reshape(16, 16).T
+            assert np.array_equal(outputs[3].view(np.int32).reshape(16, 16), want)
+        else:  # D (32 x 8 f16) = A B + 1
+            a = inputs[0].view(np.float16).reshape(32, 16).astype(np.float64)
+            b = inputs[1].view(np.float16).reshape(16, 8).astype(np.float64)
+            assert np.array_equal(outputs[2].view(np.float16).reshape(32, 8).astype(np.float64), a @ b + 1)
+    # 16 tiles x 4 k-steps of one DMMA.884; 4 tiles x 2 k-steps x 2 HMMA.1688; 2 k-steps x 2 IMMA.16816; 2 HMMA.16816
+    assert seen == {"gemm_f64": {"DMMA.884": 64.0}, "gemm_tf32": {"HMMA.1688.F32.TF32": 16.0},
+                    "gemm_u8": {"IMMA.16816.U8.U8": 4.0}, "gemm_half_32x8": {"HMMA.16816.F16": 2.0}}
+    h100 = gpu("h100")  # DMMA at the FP64 tensor peak; INT8 mma.sync at FP16 mma.sync's share of its peak; TF32 as FP16
+    share = h100.value("tensor_mma_sync_fp16_flops_per_clk_per_sm") / h100.value("tensor_fp16_flops_per_clk_per_sm")
+    assert tensor_rate(h100, "DMMA.884") == h100.value("tensor_fp64_flops_per_clk_per_sm")
+    assert tensor_rate(h100, "HMMA.1688.F32.TF32") == h100.value("tensor_mma_sync_fp16_flops_per_clk_per_sm")
+    assert tensor_rate(h100, "IMMA.16816.U8.U8") == pytest.approx(h100.value("tensor_int8_ops_per_clk_per_sm") * share)
+    assert tensor_rate(h100, "HMMA.16816.F32") == h100.value("tensor_mma_sync_fp16_flops_per_clk_per_sm")
+
+
+@pytest.mark.toolchain
+def test_dynamic_parallelism(toolchain_ready):
+    """A file with device-side launches compiles with relocatable device code; the host-launched
+    kernel is predicted (device-side cudaMalloc and malloc carried out), the kernel it launches
+    from the device too, with its launches extrapolated from the interpreted blocks, and what
+    that kernel launches in turn is listed, not predicted."""
+    source = PROGRAMS / "dynamic_parallelism.cu"
+    assert compile_cu(source, "h100").relocatable
+    entries = static_kernels(source, "h100")
+    parent, child, leaf = entries
+    assert function_base_name(parent.launch.name) == "parent" and parent.launched_by is None
+    assert parent.launch.grid == (2, 1, 1) and parent.features.counts["global_store_requests"] > 0
+    assert function_base_name(child.launch.name) == "child" and child.launched_by == parent.launch.name
+    assert (child.launch.grid, child.launch.block, child.launch.count) == ((8, 1, 1), (128, 1, 1), 64)
+    assert child.features.counts["global_load_requests"] > 0
+    assert isinstance(leaf, StaticError) and leaf.launched_by == child.launch.name
+    assert "leaf" in leaf.launch.name and "not predicted: device-side launch" in str(leaf)
+    result = perfmodel("predict", source, "--gpu", "h100", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    kernels = json.loads(result.stdout)["kernels"]
+    assert [k.get("launched_by", "").split("(")[0] for k in kernels] == ["", "parent", "child"]
+    assert kernels[1]["predicted_ns"] > 0 and kernels[2]["predicted_ns"] is None and kernels[2]["launches"] > 0
+    text = " ".join(perfmodel("predict", source, "--gpu", "h100").stdout.split())
+    assert "x64 (launched from the device by parent(float*, int, int, int*)):" in text
+
+
+@pytest.mark.toolchain
+def test_a_program_finds_the_files_beside_its_source(toolchain_ready):
+    """The program runs in a copy of its source folder: data/problem.txt, opened by a relative
+    path, gives the problem size, and the file it writes stays in the copy."""
+    folder = PROGRAMS / "data_files"
+    (launch,) = discover_launches(folder / "reads_data.cu", "h100")
+    assert launch.grid == (391, 1, 1) and launch.args[2].as_float() == 1.5  # 100000 elements, factor 1.5
+    assert not (folder / "data" / "result.txt").exists()
+
+
+def test_the_folder_copy_has_limits(tmp_path: Path):
+    from perfmodel.static.launches import copy_program_folder
+
+    source = tmp_path / "src"
+    (source / "data").mkdir(parents=True)
+    (source / ".git").mkdir()
+    (source / "data" / "a.bin").write_bytes(b"x" * 100)
+    (source / ".git" / "objects").write_bytes(b"y")
+    (source / "link").symlink_to(source / "data" / "a.bin")
+    into = tmp_path / "run"
+    into.mkdir()
+    assert copy_program_folder(source, into) is None
+    assert sorted(str(p.relative_to(into)) for p in into.rglob("*")) == ["data", "data/a.bin"]
+    too_big = tmp_path / "run2"
+    too_big.mkdir()
+    why = copy_program_folder(source, too_big, max_bytes=50)
+    assert "was not copied" in why and not any(too_big.iterdir())
+
+
+@pytest.mark.toolchain
+def test_openmp_host_code_is_built_with_openmp(toolchain_ready, tmp_path: Path):
+    from perfmodel.static.launches import uses_openmp
+
+    assert uses_openmp(PROGRAMS / "openmp_reference.cu") and not uses_openmp(PROGRAMS / "timing_loop.cu")
+    header = tmp_path / "reference.h"  # a quoted include that uses OpenMP counts too
+    header.write_text("#pragma omp declare simd\nfloat twice(float x);\n")
+    (tmp_path / "prog.cu").write_text('#include "reference.h"\nint main() { return 0; }\n')
+    assert uses_openmp(tmp_path / "prog.cu")
+    launches = discover_launches(PROGRAMS / "openmp_reference.cu", "h100")
+    (launch,) = launches
+    import os
+
+    assert launch.grid[0] == max(1, min(16, len(os.sched_getaffinity(0))))  # omp_get_max_threads() of the run
+    assert "OpenMP threads:" in launches.output
+
+
+@pytest.mark.toolchain
+def test_the_run_ends_a_while_after_its_first_launch(toolchain_ready, tmp_path: Path):
+    """Host work before the first launch gets the whole time limit; after it, the recorder ends
+    the program (what follows adds little), keeping the launches."""
+    src = tmp_path / "spin_after.cu"
+    src.write_text("__global__ void k(float* x) { x[threadIdx.x] = 1.f; }\n"
+                   "int main() { float* x; cudaMalloc(&x, 128); k<<<1, 32>>>(x); volatile int spin = 1; while (spin) {} }\n")
+    start = time.perf_counter()
+    launches = discover_launches(src, "h100", after_first_launch=2, timeout=120)
+    assert len(launches) == 1 and launches.stopped_after_s == 2 and time.perf_counter() - start < 60
+
+
+@pytest.mark.toolchain
+def test_graph_memory_nodes_and_pointers_stored_in_device_memory(toolchain_ready, tmp_path: Path):
+    """A graph's allocation node gives its kernel a real buffer; a table of device pointers in
+    device memory is followed by the interpreter (the pointed-to buffers come with the launch)."""
+    src = tmp_path / "graph_table.cu"
+    src.write_text(r"""
+__global__ void fill(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = 2.f; }
+__global__ void gather(float* const* table, float* out, int rows, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float s = 0.f;
+  for (int r = 0; r < rows; ++r) s += table[r][i];
+  out[i] = s;
+}
+int main() {
+  const int n = 4096, rows = 4;
+  cudaGraph_t graph; cudaGraphCreate(&graph, 0);
+  cudaMemAllocNodeParams alloc = {}; alloc.poolProps.allocType = cudaMemAllocationTypePinned;
+  alloc.poolProps.location.type = cudaMemLocationTypeDevice; alloc.bytesize = n * sizeof(float);
+  cudaGraphNode_t a, k, f;
+  cudaGraphAddMemAllocNode(&a, graph, nullptr, 0, &alloc);
+  float* x = static_cast<float*>(alloc.dptr);
+  int count = n; void* args[] = {&x, &count};
+  cudaKernelNodeParams kp = {}; kp.func = (void*)fill; kp.gridDim = dim3(n / 256); kp.blockDim = dim3(256); kp.kernelParams = args;
+  cudaGraphAddKernelNode(&k, graph, &a, 1, &kp);
+  cudaGraphAddMemFreeNode(&f, graph, &k, 1, alloc.dptr);
+  cudaGraphExec_t exec; cudaGraphInstantiate(&exec, graph, 0); cudaGraphLaunch(exec, 0);
+  float* host_table[rows]; float** table; float* out;
+  for (int r = 0; r < rows; ++r) { cudaMalloc(&host_table[r], n * sizeof(float)); cudaMemset(host_table[r], 0, n * sizeof(float)); }
+  cudaMalloc(&table, sizeof(host_table)); cudaMemcpy(table, host_table, sizeof(host_table), cudaMemcpyHostToDevice);
+  cudaMalloc(&out, n * sizeof(float));
+  gather<<<n / 256, 256>>>(table, out, rows, n);
+  return 0;
+}
+""")
+    entries = by_name(static_kernels(src, "h100"))
+    assert not any(isinstance(k, StaticError) for ks in entries.values() for k in ks), entries
+    (fill,), (gather,) = entries["fill"], entries["gather"]
+    assert fill.features.counts["global_store_requests"] > 0
+    table = next(b for b in gather.launch.buffers.values() if b.size == 32)
+    assert len(table.pointers) == 4 and len(gather.launch.buffers) == 6  # the table, its 4 rows, out
+    # per row: its pointer from the table, then its element: 2 x 4 loads per warp, 8 warps, 16 blocks
+    assert gather.features.counts["global_load_requests"] == pytest.approx(16 * 8 * 8)
+
+
+@pytest.mark.toolchain
+def test_a_failed_assertion_is_named(toolchain_ready, tmp_path: Path):
+    src = tmp_path / "asserts.cu"
+    src.write_text("#include <cassert>\n__global__ void k(float* x) { x[threadIdx.x] = 1.f; }\n"
+                   "int main() { cudaDeviceProp p; cudaGetDeviceProperties(&p, 0); assert(p.multiProcessorCount < 64);\n"
+                   "  k<<<1, 32>>>(nullptr); }\n")
+    with pytest.raises(KeetError, match=r"the program's own assertion \(p.multiProcessorCount < 64\) failed"):
+        discover_launches(src, "h100")
+
+
+@pytest.mark.toolchain
+def test_an_algorithm_search_finds_one(toolchain_ready, tmp_path: Path):
+    """cuBLASLt's heuristic answers one algorithm, so a program that gives up on none (llm.c's
+    matmul_forward 3) goes on to its matmul and its own kernels."""
+    src = tmp_path / "lt.cu"
+    src.write_text("#include <cstdio>\n#include <cstdlib>\n"
+                   'extern "C" int cublasLtMatmulAlgoGetHeuristic(void*, void*, void*, void*, void*, void*, void*, int, '
+                   "void*, int*);\n"
+                   "__global__ void gelu(float* x) { x[threadIdx.x] *= 0.5f; }\n"
+                   "int main() { char results[1024]; int found = 0;\n"
+                   "  cublasLtMatmulAlgoGetHeuristic(0, 0, 0, 0, 0, 0, 0, 1, results, &found);\n"
+                   '  if (found == 0) { std::printf("No cuBLASLt algorithm\\n"); std::exit(1); }\n'
+                   "  float* x; cudaMalloc(&x, 128); gelu<<<1, 32>>>(x); }\n")
+    launches = discover_launches(src, "h100")
+    assert len(launches) == 1 and [c.name for c in launches.library_calls] == ["cublasLtMatmulAlgoGetHeuristic"]

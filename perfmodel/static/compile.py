@@ -10,7 +10,10 @@ last: the library wheels nvidia-cublas, -curand, -cufft, -nvtx, cudnn, nccl ship
 with the ptxas next to nvcc (``ptxas -v``), whose report gives registers, static shared memory,
 stack frame and spill bytes per kernel (the wheels ship no cuobjdump, so ptxas's report is the
 one source of resources). Flags follow the zoo's build (profiles/capture.py): -O3 -lineinfo
--std=c++17, so the resources match profiles/manifest.json's ``ptxas`` records.
+-std=c++17, so the resources match profiles/manifest.json's ``ptxas`` records. A file nvcc
+refuses in whole-program mode because it launches kernels from device code (dynamic
+parallelism) is compiled again with -rdc=true, as its own build must be, and assembled with
+``ptxas -c`` (``Compiled.relocatable``).
 """
 
 from __future__ import annotations
@@ -137,6 +140,7 @@ class Compiled:
     log: str
     toolkit: str = ""  # which CUDA compiler (keet.toolchain.Toolkit.describe)
     options: BuildOptions | None = None
+    relocatable: bool = False  # built with -rdc=true: the file launches kernels from device code
 
     def kernel(self, name: str) -> KernelResources:
         """By mangled name, demangled name, function name (without return type, namespaces, template arguments and parameters) or
@@ -233,10 +237,19 @@ def compile_problem(log: str, source: Path, tk: toolchain.Toolkit | None = None)
                     f"set CUDA_HOME or put its nvcc on PATH), or pip install {lib.package}, or pass -I DIR with the "
                     f"folder holding {header}")
         return f"{message}{used}: pass -I DIR with the folder holding {header} (as the program's own build does)"
-    if "separate compilation mode" in message or "relocatable device code" in message:
-        return (f"{message}{used}: dynamic parallelism (kernels that launch kernels) needs relocatable device code "
-                "(-rdc), which perfmodel predict does not build; give the launch with --kernel/--grid/--block")
     return f"{message}{used}; the program's own build options go to -I DIR, -D NAME[=VALUE], -std=STD, --include FILE"
+
+
+# nvcc's refusal of a device-side launch (dynamic parallelism) in whole-program mode: such a file
+# is built as its own build must build it, with relocatable device code (-rdc=true)
+_NEEDS_RDC = ("separate compilation mode", "relocatable device code")
+RDC_FLAG = "-rdc=true"
+
+
+def needs_relocatable(message: str) -> bool:
+    """Whether a compile error says the file launches kernels from device code, which only a
+    relocatable-device-code build (nvcc -rdc=true, then a device link) accepts."""
+    return any(text in message for text in _NEEDS_RDC)
 
 
 def run_tool(cmd: list[str], source: Path, cwd: Path, timeout: float, tk: toolchain.Toolkit | None = None) -> str:
@@ -310,9 +323,18 @@ def compile_cu(source: str | Path, gpu_id: str, *, extra_flags: list[str] | tupl
         ptx_path, cubin_path = work / "kernel.ptx", work / "kernel.cubin"
         cmd = [nvcc, *base_flags(options), f"-arch={arch.replace('sm_', 'compute_')}", "-ptx", *extra_flags,
                *include_flags(source, options, tk), "-o", str(ptx_path), str(source.resolve())]
-        log = run_tool(cmd, source, work, timeout, tk)
+        relocatable = RDC_FLAG in extra_flags
+        try:
+            log = run_tool(cmd, source, work, timeout, tk)
+        except CompileError as exc:
+            if relocatable or not needs_relocatable(str(exc)):
+                raise
+            relocatable = True  # kernels launched from device code: the build the program's own must be
+            log = run_tool([*cmd[:-3], RDC_FLAG, *cmd[-3:]], source, work, timeout, tk)
         ptx = ptx_path.read_text()
-        log += run_tool([ptxas, "-v", f"-arch={arch}", "-lineinfo", "-o", str(cubin_path), str(ptx_path)], source, work, timeout, tk)
+        # relocatable PTX calls the device runtime (cudadevrt), linked later: assemble without linking (-c)
+        assemble = [ptxas, "-v", *(["-c"] if relocatable else []), f"-arch={arch}", "-lineinfo", "-o", str(cubin_path), str(ptx_path)]
+        log += run_tool(assemble, source, work, timeout, tk)
         cubin = cubin_path.read_bytes()
     resources = parse_ptxas(log)
     names = demangle(list(resources))
@@ -324,7 +346,7 @@ def compile_cu(source: str | Path, gpu_id: str, *, extra_flags: list[str] | tupl
         for name, r in resources.items()
     }
     return Compiled(source=source, gpu_id=gpu_id.lower(), arch=arch, ptx=ptx, cubin=cubin, kernels=kernels, log=log,
-                    toolkit=tk.describe(), options=options)
+                    toolkit=tk.describe(), options=options, relocatable=relocatable)
 
 
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+\d+)?")

@@ -80,6 +80,34 @@ CLOCK_PER_READ = 1_000_000  # %clock, %clock64, %globaltimer advance this much a
 
 # device functions a call may name that are done as nothing, returning 0: printf, assert's report
 NO_OP_CALLS = {"vprintf", "__assertfail"}
+# The device runtime (dynamic parallelism: <<<>>> in device code, cudaMalloc/cudaFree/streams in
+# device code, built with -rdc) and the device heap (malloc/free, new/delete): calls the
+# interpreter carries out (Interpreter._runtime_call). A device-side launch is
+# cudaGetParameterBufferV2(kernel, grid, block, shared bytes) -> a buffer the caller fills with
+# the arguments, then cudaLaunchDeviceV2(buffer, stream): it is recorded (Interpreter.device_launches),
+# not run. Their own time on the GPU is not modelled (each counts as one instruction).
+DEVICE_RUNTIME_CALLS = {
+    "__cudaCDP2GetParameterBufferV2": "parameter_buffer", "cudaGetParameterBufferV2": "parameter_buffer",
+    "__cudaCDP2LaunchDeviceV2": "launch", "cudaLaunchDeviceV2": "launch",
+    "__cudaCDP2Malloc": "cuda_malloc", "malloc": "malloc",
+    "__cudaCDP2Free": "success", "free": "success",
+    "__cudaCDP2StreamCreateWithFlags": "success", "__cudaCDP2StreamDestroy": "success",
+    "__cudaCDP2GetLastError": "success", "__cudaCDP2PeekAtLastError": "success",
+    "__cudaCDP2EventCreateWithFlags": "success", "__cudaCDP2EventRecord": "success", "__cudaCDP2EventDestroy": "success",
+}
+PARAM_BUFFER_BYTES = 4096  # the device runtime's limit on a kernel's parameters
+CALL_PARAM_BYTES = 64  # room per .param of a call sequence (per lane)
+FUNCTION_BASE = 1 << 60  # addresses of the module's kernels (a device-side launch names its kernel by address)
+
+
+@dataclass(frozen=True)
+class DeviceLaunch:
+    """A kernel launch made from device code, as the interpreted lanes made it."""
+    kernel: str  # mangled name
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int
+    params: bytes  # the parameter buffer the launching thread filled (PARAM_BUFFER_BYTES)
 
 
 class InterpreterError(RuntimeError):
@@ -331,6 +359,51 @@ def _fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return r
 
 
+# --------------------------------------------------------------------------- wmma geometry
+WMMA_SHAPES = {"m16n16k16": (16, 16, 16), "m32n8k16": (32, 8, 16), "m8n32k16": (8, 32, 16),
+               "m16n16k8": (16, 16, 8), "m8n8k4": (8, 8, 4)}
+# fragment element type -> bytes (tf32 is held as f32 bits)
+WMMA_AB = {"f16": 2, "bf16": 2, "tf32": 4, "f64": 8, "u8": 1, "s8": 1}
+WMMA_CD = {"f32": 4, "f16": 2, "s32": 4, "f64": 8}
+# the SASS MMA of a wmma.mma by its a/b type, with that instruction's m, n, k: a wmma.mma is
+# M N K / (m n k) of them (m16n16k16 f16: 2 HMMA.16816; m8n8k4 f64: 1 DMMA.884)
+WMMA_SASS = {"f16": ("HMMA.16816", 16, 8, 16), "bf16": ("HMMA.16816", 16, 8, 16), "tf32": ("HMMA.1688", 16, 8, 8),
+             "f64": ("DMMA.884", 8, 8, 4), "u8": ("IMMA.16816", 16, 8, 16), "s8": ("IMMA.16816", 16, 8, 16)}
+
+
+def wmma_block(frag: str, layout: str, mnk: tuple[int, int, int]) -> tuple[int, int]:
+    """(rows, columns) of a wmma fragment's block as laid out in memory."""
+    m, n, k = mnk
+    rows, cols = {"a": (m, k), "b": (k, n), "c": (m, n), "d": (m, n)}[frag]
+    return (rows, cols) if layout == "row" else (cols, rows)
+
+
+def wmma_accesses(frag: str, rows: int, row_bytes: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """[(bytes per lane, per-lane memory row, per-lane byte column)] of one fragment load or
+    store: a/b 16 bytes per lane (LDSM-like), c/d 8, fewer for a smaller block."""
+    total = rows * row_bytes
+    size = min(16 if frag in ("a", "b") else 8, row_bytes, max(1, total // WARP))
+    per_row = row_bytes // size
+    lane = np.arange(WARP)
+    return [(size, (WARP * j + lane) // per_row, size * ((WARP * j + lane) % per_row))
+            for j in range(max(1, total // (WARP * size)))]
+
+
+def _wmma_costs(mods: tuple[str, ...]) -> list[tuple[str, float]]:
+    """Pipe costs of a wmma instruction: the tensor pipe's SASS MMAs of a wmma.mma, one LSU
+    access per wmma_accesses entry of a load or store."""
+    shape = next((WMMA_SHAPES[m] for m in mods if m in WMMA_SHAPES), (16, 16, 16))
+    if "mma" in mods:
+        at = next((m for m in mods[mods.index("mma"):] if m in WMMA_SASS and m != "f64"), "f64" if "f64" in mods else "f16")
+        _, sm, sn, sk = WMMA_SASS[at]
+        return [("tensor", float(max(1, shape[0] * shape[1] * shape[2] // (sm * sn * sk))))]
+    frag = next((m for m in ("a", "b", "c", "d") if m in mods), "c")
+    t = next((m for m in mods if m in (WMMA_AB if frag in ("a", "b") else WMMA_CD)), "f32")
+    es = (WMMA_AB if frag in ("a", "b") else WMMA_CD)[t]
+    rows, cols = wmma_block(frag, "row" if "row" in mods else "col", shape)
+    return [("lsu", float(len(wmma_accesses(frag, rows, cols * es))))]
+
+
 # --------------------------------------------------------------------------- pipe mapping
 # PTX opcode -> (pipe, SASS instructions per PTX instruction). Approximations (documented):
 # 64-bit integer add/sub/logic/shift/compare are two ALU instructions (IADD3 + IADD3.X, ...);
@@ -347,7 +420,7 @@ PIPE_OF_PTX = {
     "alu": {"add", "sub", "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "set", "selp", "min", "max", "mov", "popc", "clz",
             "brev", "bfe", "bfi", "bfind", "shf", "prmt", "lop3", "neg", "abs", "cvta", "copysign", "testp", "vabsdiff4"},
     "xu": {"rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "cvt"},
-    "lsu": {"ld", "st", "atom", "red", "shfl", "cp", "tex", "tld4"},
+    "lsu": {"ld", "st", "atom", "red", "shfl", "cp", "tex", "tld4", "suld", "sust", "sured"},
     "special": {"vote", "activemask", "redux", "match"},
     "barrier": {"bar", "barrier", "membar", "fence", "mbarrier"},
     "branch": {"bra", "ret", "exit"},
@@ -477,10 +550,8 @@ def _costs(inst: Instruction) -> tuple[list[tuple[str, float]], tuple[str, int] 
         return [], None  # SASS operand modifiers (-x, |x|) of the instruction that reads them
     if op == "mma":
         return [("tensor", 1.0)], None
-    if op == "wmma":  # m16n16k16: 2 HMMA.16816; a/b fragment loads 1 LDSM.x4, c/d 4 LD/ST.64 (see _op_wmma)
-        if "mma" in mods:
-            return [("tensor", 2.0)], None
-        return [("lsu", 4.0 if _type_of(mods) == "f32" else 1.0)], None
+    if op == "wmma":  # m16n16k16 f16: 2 HMMA.16816; a/b fragment loads 1 LDSM.x4, c/d 4 LD/ST.64 (see _op_wmma)
+        return _wmma_costs(mods), None
     if op == "cvt":
         types = [m for m in mods if m in _TYPES]
         if len(types) == 2 and not (set(types) & {"f16", "f32", "f64", "bf16"}):
@@ -512,6 +583,7 @@ class LaneGroup:
     local: np.ndarray | None
     steps: int = 0
     grid_arrived: np.ndarray | None = None  # per lane: the value its atom.add found in the grid barrier word
+    call_slab: np.ndarray | None = None  # per lane: the .param space of call sequences (arguments, return values)
 
 
 @dataclass
@@ -736,7 +808,7 @@ class Interpreter:
     """Executes one kernel's PTX for chosen blocks."""
 
     def __init__(self, kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray] | None = None,
-                 dynamic_shared_bytes: int = 0, max_steps_per_warp: int = 20_000_000):
+                 dynamic_shared_bytes: int = 0, max_steps_per_warp: int = 20_000_000, functions: tuple[str, ...] = ()):
         self.kernel = kernel
         self.grid = tuple(grid) + (1,) * (3 - len(grid))
         self.block = tuple(block) + (1,) * (3 - len(block))
@@ -789,31 +861,131 @@ class Interpreter:
         self._tensor_per_warp: dict[int, int] = {}  # SASS tensor instructions per PTX one (default 1)
         self.L = 0
         self._wavefront_cache: dict[tuple, tuple[int, int]] = {}
-        self._call_params: dict[str, int] = {}  # .param of a call sequence (printf's arguments) -> offset after the kernel's
+        self._wmma_place_cache: dict[tuple[int, int], list[np.ndarray]] = {}
+        # the module's kernels by address (mov.u64 %rd, kernel_name: what a device-side launch names)
+        self.function_addresses = {name: FUNCTION_BASE + 16 * i for i, name in enumerate(functions)}
+        self._function_names = {a: name for name, a in self.function_addresses.items()}
+        self.device_launches: list[DeviceLaunch] = []
+        self._param_buffers: dict[int, tuple[int, tuple, tuple, int, str]] = {}  # address -> launch being prepared
+        self._heap_allocations = 0
+        # .param of a call sequence -> offset after the kernel's parameters; each lane has its own
+        # values (LaneGroup.call_slab), written by st.param and read back by ld.param (return values)
+        self._call_params: dict[str, int] = {}
+        self._call_base = len(self.params)
         for inst in kernel.instructions:  # name the call, not the st.param that prepares it
             if inst.opcode == "call":
                 callee = self._callee(inst)
-                if callee not in NO_OP_CALLS:
-                    raise UnsupportedInstruction(inst, f"calls {callee}: device-function calls (malloc, functions nvcc did not "
-                                                       "inline) are not interpreted")
+                if callee.startswith("%"):
+                    raise UnsupportedInstruction(inst, f"calls the function {callee} points to (a virtual function or a "
+                                                       "function pointer): indirect calls are not interpreted")
+                if callee not in NO_OP_CALLS and callee not in DEVICE_RUNTIME_CALLS:
+                    raise UnsupportedInstruction(inst, f"calls {callee}: device-function calls (functions nvcc did not "
+                                                       "inline, recursion) are not interpreted")
                 for group in re.findall(r"\(([^)]*)\)", inst.text):  # (retval0), callee, (param0, param1)
                     for name in filter(None, (x.strip() for x in group.split(","))):
-                        self._call_params.setdefault(name, len(self.params) + 64 * len(self._call_params))
-        if self._call_params:  # room for their values (never read back: the calls do nothing and return 0)
-            self.params += bytearray(64 * len(self._call_params))
+                        self._call_params.setdefault(name, self._call_base + CALL_PARAM_BYTES * len(self._call_params))
+        self._call_bytes = CALL_PARAM_BYTES * len(self._call_params)
+        if self._call_params:  # room for their values in the parameter space's layout
+            self.params += bytearray(self._call_bytes)
         self._decode_for(WARP)  # decoding checks every instruction before anything runs
 
     @staticmethod
     def _callee(inst: Instruction) -> str:
         """The function a call names: call[.uni] [(ret),] name[, (args)]."""
         text = inst.text.split(None, 1)[1] if " " in inst.text else ""
-        m = re.match(r"^\s*(?:\([^)]*\)\s*,\s*)?([\w$.]+)", text)
+        m = re.match(r"^\s*(?:\([^)]*\)\s*,\s*)?(%?[\w$.]+)", text)
         return m.group(1) if m else "a function"
 
     def _op_call(self, inst, index, unknown):
-        """printf (vprintf) and a failed assert (__assertfail): nothing happens, 0 is returned."""
-        self.approximations.add(f"calls {self._callee(inst)}: done as nothing (no output, no time)")
-        return lambda w, b, mask: None
+        """printf (vprintf) and a failed assert (__assertfail): nothing happens, 0 is returned.
+        The device runtime's and the device heap's functions (DEVICE_RUNTIME_CALLS) are
+        carried out by _runtime_call."""
+        callee = self._callee(inst)
+        m = re.match(r"^\S+\s+(?:\(([^)]*)\)\s*,\s*)?[\w$.]+\s*(?:,\s*\(([^)]*)\))?", inst.text, re.DOTALL)
+        names = lambda text: [x.strip() for x in (text or "").split(",") if x.strip()]
+        rets, params = (names(m.group(1)), names(m.group(2))) if m else ([], [])
+        ret_at = [self._call_params[r] - self._call_base for r in rets]
+        arg_at = [self._call_params[a] - self._call_base for a in params]
+        kind = DEVICE_RUNTIME_CALLS.get(callee)
+        if kind is None:
+            self.approximations.add(f"calls {callee}: done as nothing (no output, no time)")
+        else:
+            self.approximations.add("device runtime calls (device-side launches, cudaMalloc, malloc, streams): carried out, "
+                                    "their own time on the GPU not modelled")
+
+        def call(w, b, mask):
+            lanes = np.nonzero(mask)[0]
+            if not len(lanes):
+                return
+            slab = self._slab(w)
+            result = np.zeros((len(lanes), 8), dtype=np.uint8)  # 0: cudaSuccess, or a null pointer
+            if kind is not None:
+                args = [slab[lanes[:, None], at + np.arange(CALL_PARAM_BYTES)] for at in arg_at]
+                result = self._runtime_call(kind, inst, w, lanes, args)
+            for at in ret_at:
+                slab[lanes[:, None], at + np.arange(CALL_PARAM_BYTES)] = 0
+                slab[lanes[:, None], at + np.arange(8)] = result
+        return call
+
+    def _slab(self, w: LaneGroup) -> np.ndarray:
+        if w.call_slab is None or w.call_slab.shape != (self.L, self._call_bytes):
+            w.call_slab = np.zeros((self.L, self._call_bytes), dtype=np.uint8)
+        return w.call_slab
+
+    def _new_buffer(self, prefix: str, size: int) -> int:
+        """A fresh global buffer of SIZE zero bytes (a device-heap allocation, a parameter
+        buffer): its address."""
+        name = f"__{prefix}_{self._heap_allocations}"
+        self._heap_allocations += 1
+        self.memory.add(name, np.zeros(max(1, size), dtype=np.uint8))
+        return self.memory.address(Pointer(name))
+
+    def _runtime_call(self, kind: str, inst: Instruction, w: LaneGroup, lanes: np.ndarray, args: list[np.ndarray]) -> np.ndarray:
+        """Carry out one device-runtime or device-heap call for LANES (each lane's argument
+        bytes in ARGS); each lane's 8 return bytes."""
+        def u64(i):
+            return args[i][:, :8].copy().view(np.uint64).reshape(-1)
+
+        def u32(i, count=1):
+            return args[i][:, :4 * count].copy().view(np.uint32).reshape(len(lanes), count)
+
+        out = np.zeros(len(lanes), dtype=np.uint64)
+        if kind == "parameter_buffer":  # (kernel address, grid dim3, block dim3, shared bytes) -> buffer
+            func, grid, block, smem = u64(0), u32(1, 3), u32(2, 3), u32(3)[:, 0]
+            for i in range(len(lanes)):
+                at = self._new_buffer("param_buffer", PARAM_BUFFER_BYTES)
+                name = self.memory.names[-1]
+                self._param_buffers[at] = (int(func[i]), tuple(int(x) for x in grid[i]), tuple(int(x) for x in block[i]),
+                                           int(smem[i]), name)
+                out[i] = at
+        elif kind == "launch":  # (parameter buffer, stream) -> cudaSuccess; the launch is recorded
+            for at in u64(0).tolist():
+                found = self._param_buffers.pop(at, None)
+                if found is None:
+                    raise InterpreterError(f"line {inst.line}: {inst.text!r}: launches a parameter buffer "
+                                           "cudaGetParameterBufferV2 never gave")
+                func, grid, block, smem, name = found
+                kernel = self._function_names.get(func)
+                if kernel is None:
+                    raise InterpreterError(f"line {inst.line}: {inst.text!r}: launches the function at {func:#x}, "
+                                           "not a kernel of this module")
+                self.device_launches.append(DeviceLaunch(kernel, grid, block, smem, bytes(self.memory.buffer(name))))
+        elif kind in ("cuda_malloc", "malloc"):  # cudaMalloc(void** where, size) -> cudaSuccess; malloc(size) -> pointer
+            sizes = u64(1 if kind == "cuda_malloc" else 0)
+            for i in range(len(lanes)):
+                out[i] = self._new_buffer("device_malloc", int(sizes[i]))
+            if kind == "cuda_malloc":
+                where, data = u64(0), out.view(np.uint8).reshape(-1, 8)
+                for space, sub, rel in self._classify(where, "generic"):
+                    sel = slice(None) if sub is None else sub
+                    if space == "global":
+                        self.memory.write(rel[sel] if sub is not None else rel, data[sel], inst)
+                    elif space == "local":
+                        self._local_write(w, rel[sel] if sub is not None else rel, lanes[sel], data[sel], inst)
+                    else:
+                        raise UnsupportedInstruction(inst, "cudaMalloc into shared memory")
+                out[:] = 0
+        return out.view(np.uint8).reshape(-1, 8)
 
     def _decode_for(self, lanes: int) -> None:
         """Build the per-instruction closures for a group of `lanes` lanes."""
@@ -885,7 +1057,8 @@ class Interpreter:
                 arr = np.full(self.L, self.symbols[op.name], dtype=np.uint64)
                 return lambda w, b: _as(arr, t)
             params = {p.name: p.offset for p in self.kernel.params}  # mov %rd, kernel_param: its place in param space
-            for table in (self.local_offsets, self.const_symbols, self.global_symbols, params, {"WARP_SZ": WARP}):
+            for table in (self.local_offsets, self.const_symbols, self.global_symbols, params, {"WARP_SZ": WARP},
+                          self.function_addresses):
                 if op.name in table:
                     arr = np.full(self.L, table[op.name], dtype=np.uint64)
                     return lambda w, b: _as(arr, t)
@@ -1595,6 +1768,8 @@ class Interpreter:
         return self._simple(inst, t, (t,), lambda a: a)
 
     def _op_cvt(self, inst, index, unknown):
+        if "tf32" in inst.mods:
+            return self._cvt_tf32(inst, unknown)
         self._check(inst, unknown, ("sat",))
         types = [m for m in inst.mods if m in _TYPES]
         if len(types) != 2:
@@ -1700,6 +1875,29 @@ class Interpreter:
                 src = src.astype(np.int64 if dt in _SIGNED else np.uint64)
             return src.astype(_UNSIGNED[_bits(dt)]).view(_DTYPE[dt]) if _bits(dt) < 64 or dt not in _SIGNED else src.astype(np.int64)
         return self._simple(inst, dt, (st,), cvt)
+
+    def _cvt_tf32(self, inst, unknown):
+        """cvt.{rna,rn,rz}[.satfinite].tf32.f32 d, a: a rounded to TF32 (10 stored mantissa bits),
+        held in a 32-bit register as an f32 bit pattern whose low 13 bits are zero. rna rounds
+        half away from zero, rn half to even, rz truncates; NaN and infinity pass unchanged."""
+        mode = [m for m in ("rna", "rn", "rz") if m in inst.mods]
+        rest = [m for m in unknown if m not in ("tf32", "rna", "satfinite")]
+        types = [m for m in inst.mods if m in _TYPES]
+        if rest or len(mode) != 1 or types != ["f32"] or len(inst.operands) != 2:
+            raise UnsupportedInstruction(inst, "cvt.tf32 form (cvt.rna/rn/rz.tf32.f32 only)")
+        low = np.uint32(0x1FFF)
+
+        def tf32(a):
+            bits = a.view(np.uint32)
+            special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+            if mode[0] == "rna":
+                rounded = bits + np.uint32(0x1000)
+            elif mode[0] == "rn":
+                rounded = bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))
+            else:
+                rounded = bits
+            return np.where(special, bits, rounded & ~low).astype(np.uint32)
+        return self._simple(inst, "b32", ("f32",), tf32)
 
     def _op_cvta(self, inst, index, unknown):
         t = self._t(inst)
@@ -1879,6 +2077,43 @@ class Interpreter:
         return tex
 
     _op_tld4 = _op_tex
+
+    def _op_sust(self, inst, index, unknown):
+        """sust / sured (surface stores and reductions through a surface object): the surface's
+        memory is a CUDA array the recorder does not model, so nothing is written; the store is
+        counted as one instruction with no memory traffic, and the prediction is a lower bound
+        that says so. suld (surface loads) reads zeros, like a texture fetch."""
+        if len(inst.operands) < 2 or not isinstance(inst.operands[0], (Addr, Vec, Raw)):
+            raise UnsupportedInstruction(inst, "surface store form")
+        self.missing.add("surface stores' memory traffic (sust/sured write a CUDA array through a surface object: "
+                         "not modelled)")
+        return lambda w, b, mask: None
+
+    _op_sured = _op_sust
+
+    def _op_suld(self, inst, index, unknown):
+        dst = inst.operands[0]
+        dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+        types = [m for m in inst.mods if m in _TYPES]
+        if not types or len(inst.operands) < 2:
+            raise UnsupportedInstruction(inst, "surface load form")
+        writers = [self._writer(d, types[-1], inst) for d in dsts if not (isinstance(d, Sym) and d.name == "_")]
+        self.missing.add("surface loads' memory traffic (suld reads a CUDA array through a surface object: its values "
+                         "are read as 0)")
+        zeros = np.zeros(self.L, dtype=_DTYPE[types[-1]])
+
+        def suld(w, b, mask):
+            for wr in writers:
+                wr(w, zeros, mask)
+        return suld
+
+    def _op_griddepcontrol(self, inst, index, unknown):
+        """griddepcontrol.wait / .launch_dependents (programmatic dependent launch, CUB's kernels
+        on sm_90): one launch is interpreted at a time, after everything before it, so waiting
+        for the grids it depends on is immediate, and allowing dependents to start changes nothing."""
+        if not {"wait", "launch_dependents"} & set(inst.mods):
+            raise UnsupportedInstruction(inst, "griddepcontrol form")
+        return lambda w, b, mask: None
 
     def _op_nanosleep(self, inst, index, unknown):  # __nanosleep: no work, no values (its time is not modelled)
         return lambda w, b, mask: None
@@ -2183,37 +2418,65 @@ class Interpreter:
         return mma
 
     # wmma ---------------------------------------------------------------------
-    # Fragments are opaque to the program, so the interpreter picks its own per-lane layout:
-    # a/b (16-bit, 16x16): register k of lane l holds the pair p = (32 k + l) % 128 of the
-    # matrix in memory order (elements 2p, 2p + 1 of the 16 x 16 block as laid out in memory,
-    # so every pair is held twice); the mma reads .row/.col from its own qualifiers. c/d (f32):
-    # register k of lane l holds element 32 k + l of the logical (row-major) matrix.
+    # Fragments are opaque to the program (it only loads, stores, multiplies them and changes
+    # their elements one by one), so the interpreter picks its own per-lane layout, for every
+    # shape and type of the PTX ISA's wmma but the sub-byte ones: a fragment is held in words
+    # of one register each (8 bytes for f64, else 4), and register k of lane l holds word
+    # (32 k + l) % W of the fragment's W words. a/b words are in memory order (the bytes of the
+    # block as laid out in memory, so a 16 x 16 f16 fragment's 8 registers hold every pair
+    # twice); the mma reads .row/.col from its own qualifiers. c/d words are in the logical
+    # (row-major) order of the M x N matrix, since the load or store names the layout.
     # Memory accesses follow what the SASS does (Nsight Compute on the zoo's gemm_wmma): an a/b
-    # load is one LDSM.x4-like access, 16 bytes per lane (lane l: memory row l / 2, columns
-    # 8 (l % 2) ..+8); a c load or d store is 4 accesses of 8 bytes per lane (access j, lane
-    # l: the memory-order pair 32 j + l). Each access counts like a per-lane ld/st of its size:
-    # one request per warp, sectors, shared wavefronts.
-    _WMMA_SHAPE = "m16n16k16"
+    # load is LDSM-like, 16 bytes per lane (lane l of a 16 x 16 f16 block: memory row l / 2,
+    # columns 8 (l % 2) ..+8), fewer when the block is smaller; a c load or d store is 8 bytes
+    # per lane per access (4 accesses for a 16 x 16 f32 block). Each access counts like a per-
+    # lane ld/st of its size: one request per warp, sectors, shared wavefronts.
+    def _wmma_shape(self, inst) -> tuple[str, tuple[int, int, int]]:
+        found = [m for m in inst.mods if m in WMMA_SHAPES]
+        if len(found) != 1:
+            raise UnsupportedInstruction(inst, "wmma shape (m16n16k16, m32n8k16, m8n32k16, m16n16k8, m8n8k4)")
+        return found[0], WMMA_SHAPES[found[0]]
 
-    def _wmma_accesses(self, frag: str):
-        """[(size in bytes, per-lane (memory row, memory column))] of one fragment load/store."""
-        lane = np.arange(WARP)
-        if frag in ("a", "b"):
-            return [(16, lane // 2, 8 * (lane % 2))]
-        return [(8, (32 * j + lane) // 8, 2 * ((32 * j + lane) % 8)) for j in range(4)]
+    _wmma_block = staticmethod(wmma_block)
+    _wmma_accesses = staticmethod(wmma_accesses)
 
     def _wmma_form(self, inst, unknown, frag_ok):
         mods = inst.mods
         frag = next((m for m in ("a", "b", "c", "d") if m in mods), None)
         layout = [m for m in ("row", "col") if m in mods]
         space = [m for m in unknown if m in ("global", "shared", "generic")]
-        rest = [m for m in unknown if m not in ("a", "b", "c", "d", "row", "col", "load", "store", self._WMMA_SHAPE) and m not in space]
-        t = _type_of(mods)
-        if rest or frag not in frag_ok or len(layout) != 1 or self._WMMA_SHAPE not in mods or len(space) > 1:
-            raise UnsupportedInstruction(inst, "wmma form (m16n16k16 a/b f16/bf16, c/d f32 only)")
-        if (frag in ("a", "b") and t not in ("f16", "bf16")) or (frag in ("c", "d") and t != "f32"):
-            raise UnsupportedInstruction(inst, "wmma fragment type")
-        return frag, layout[0], (space[0] if space else "generic"), t
+        shape, mnk = self._wmma_shape(inst)
+        types = [m for m in mods if m in WMMA_AB or m in WMMA_CD or m in _TYPES]
+        rest = [m for m in unknown if m not in ("a", "b", "c", "d", "row", "col", "load", "store", shape, "tf32")
+                and m not in space and m not in WMMA_AB]
+        if rest or frag not in frag_ok or len(layout) != 1 or len(space) > 1 or len(types) != 1:
+            raise UnsupportedInstruction(inst, "wmma form")
+        t = types[0]
+        table = WMMA_AB if frag in ("a", "b") else WMMA_CD
+        if t not in table:
+            raise UnsupportedInstruction(inst, "wmma fragment type (a/b: f16, bf16, tf32, f64, u8, s8; c/d: f32, f16, s32, f64)")
+        return frag, layout[0], (space[0] if space else "generic"), t, mnk
+
+    def _wmma_words(self, frag: str, t: str, mnk: tuple[int, int, int], regs: Vec, inst) -> tuple[int, int, str]:
+        """(words W of the fragment, bytes per word, register type) after checking its registers."""
+        es = (WMMA_AB if frag in ("a", "b") else WMMA_CD)[t]
+        word = 8 if t == "f64" else 4
+        rows, cols = self._wmma_block(frag, "row", mnk)
+        words = rows * cols * es // word
+        if not isinstance(regs, Vec) or not regs.items or len(regs.items) * WARP < words:
+            raise UnsupportedInstruction(inst, "wmma fragment registers")
+        return words, word, ("f64" if t == "f64" else "f32" if t in ("f32", "tf32") else "b32")
+
+    def _wmma_places(self, words: int) -> list[np.ndarray]:
+        """Per register k (at most 8), each lane's word in the flat (warps x WORDS) fragment
+        array: warp * WORDS + (32 k + lane) % WORDS (cached: thousands of wmma instructions
+        share a handful of sizes)."""
+        cache = self._wmma_place_cache
+        key = (self.L, words)
+        if key not in cache:
+            lane, warp = np.arange(self.L) & (WARP - 1), np.arange(self.L) // WARP
+            cache[key] = [(warp * words + (WARP * k + lane) % words).astype(np.int64) for k in range(8)]
+        return cache[key]
 
     def _wmma_lanes(self, inst, mask):
         lanes = np.nonzero(mask)[0]
@@ -2234,87 +2497,119 @@ class Interpreter:
             return self._wmma_mma(inst, index, unknown)
         raise UnsupportedInstruction(inst)
 
-    def _wmma_setup(self, inst, frag, layout, space):
+    def _wmma_setup(self, inst, frag, space):
         ops = inst.operands
         addr_op, stride_op = (ops[1], ops[2] if len(ops) > 2 else None) if frag != "d" else (ops[0], ops[2] if len(ops) > 2 else None)
         addr = self._address(addr_op, space, inst)
-        stride = self._reader(stride_op, "u32", inst) if stride_op is not None else (lambda w, b: np.full(self.L, 16, dtype=np.uint32))
-        regs = ops[0] if frag != "d" else ops[1]
-        # 8 registers, or 4 for bf16 a/b fragments (f16 ones hold each pair twice)
-        if not isinstance(regs, Vec) or len(regs.items) not in ((4, 8) if frag in ("a", "b") else (8,)):
-            raise UnsupportedInstruction(inst, "wmma fragment registers")
-        return addr, stride, list(regs.items)
+        default = WMMA_SHAPES[self._wmma_shape(inst)[0]]
+        rows_cols = self._wmma_block(frag, next(m for m in ("row", "col") if m in inst.mods), default)
+        # without a stride operand the block is packed: the stride is its row length
+        stride = (self._reader(stride_op, "u32", inst) if stride_op is not None
+                  else (lambda w, b: np.full(self.L, rows_cols[1], dtype=np.uint32)))
+        return addr, stride, (ops[0] if frag != "d" else ops[1])
+
+    @staticmethod
+    def _wmma_order(layout: str, mnk: tuple[int, int, int]) -> np.ndarray:
+        """For c/d: element i of the logical row-major M x N matrix is element order[i] of the
+        block in memory order (identity for .row; for .col, (r, c) is at c M + r)."""
+        m, n, _ = mnk
+        if layout == "row":
+            return np.arange(m * n)
+        return np.arange(m * n).reshape(n, m).T.reshape(-1)
 
     def _wmma_load(self, inst, unknown):
-        frag, layout, space, _ = self._wmma_form(inst, [m for m in unknown if m != "load"], ("a", "b", "c"))
-        addr, stride, regs = self._wmma_setup(inst, frag, layout, space)
-        es = 2 if frag in ("a", "b") else 4
-        writers = [self._writer(r, "b32" if es == 2 else "f32", inst) for r in regs]
-        accesses = self._wmma_accesses(frag)
+        frag, layout, space, t, mnk = self._wmma_form(inst, [m for m in unknown if m != "load"], ("a", "b", "c"))
+        addr, stride, regs = self._wmma_setup(inst, frag, space)
+        words, word, rtype = self._wmma_words(frag, t, mnk, regs, inst)
+        es = (WMMA_AB if frag in ("a", "b") else WMMA_CD)[t]
+        rows, cols = self._wmma_block(frag, layout, mnk)
+        writers = [self._writer(r, rtype, inst) for r in regs.items]
+        accesses = self._wmma_accesses(frag, rows, cols * es)
         nw = self.L // WARP
         lane_all = np.arange(self.L) & (WARP - 1)
         warp_all = np.arange(self.L) // WARP
+        wdtype = np.uint64 if word == 8 else np.uint32
+        vtype = {"f64": np.float64, "f32": np.float32}.get(rtype, np.uint32)  # what the register writer takes
+        order = self._wmma_order(layout, mnk) if frag == "c" else None
+
+        # per access and lane, precomputed (the loads of a GEMM's inner loop run millions of
+        # times): the row and byte column it reads, and where its bytes go in the flat block
+        row_bytes = cols * es
+        plan = []
+        for size, row, col in accesses:
+            r_all, c_all = row[lane_all].astype(np.uint64), col[lane_all].astype(np.uint64)
+            into = (((warp_all * rows + row[lane_all]) * row_bytes + col[lane_all])[:, None] + np.arange(size)).astype(np.int64)
+            plan.append((size, r_all, c_all, into))
+        pick = self._wmma_places(words)
+        if order is not None:  # c: from memory order to the logical row-major order of its elements
+            element = (np.arange(nw)[:, None] * rows * cols + order[None, :]).reshape(-1)
+            reorder = (element[:, None] * es + np.arange(es)).reshape(-1)
+        ses = np.uint64(es)
 
         def load(w, b, mask):
             lanes = self._wmma_lanes(inst, mask)
             if lanes is None:
                 return
-            base, st = addr(w, b)[lanes], stride(w, b)[lanes].astype(np.uint64)
-            lane, warp = lanes & (WARP - 1), lanes // WARP
-            mem = np.zeros((nw, 16, 16 * es), dtype=np.uint8)  # the block in memory order, bytes
-            for size, row, col in accesses:
-                r, cl = row[lane], col[lane]
-                a = base + (r.astype(np.uint64) * st + cl.astype(np.uint64)) * np.uint64(es)
-                data = np.zeros((len(lanes), size), dtype=np.uint8)
-                for sp, sub, rel in self._classify(a, space):
-                    sel = slice(None) if sub is None else sub
-                    data[sel] = self._load_bytes(w, b, sp, rel, lanes[sel], size, inst)
-                mem[warp[:, None], r[:, None], cl[:, None] * es + np.arange(size)] = data
-            if es == 2:
-                pairs = mem.view(np.uint32).reshape(nw, 128)
-                for k, wr in enumerate(writers):
-                    wr(w, pairs[warp_all, (32 * k + lane_all) % 128], mask)
-            else:
-                m = mem.view(np.float32).reshape(nw, 16, 16)
-                if layout == "col":
-                    m = m.transpose(0, 2, 1)
-                flat = m.reshape(nw, 256)
-                for k, wr in enumerate(writers):
-                    wr(w, flat[warp_all, 32 * k + lane_all], mask)
+            every = len(lanes) == self.L
+            base, st = addr(w, b), stride(w, b).astype(np.uint64)
+            if not every:
+                base, st = base[lanes], st[lanes]
+            mem = np.zeros(nw * rows * row_bytes, dtype=np.uint8)  # the blocks in memory order, bytes
+            for size, r_all, c_all, into in plan:
+                r, cl, at = (r_all, c_all, into) if every else (r_all[lanes], c_all[lanes], into[lanes])
+                a = base + r * st * ses + cl
+                if space == "generic":
+                    data = np.zeros((len(lanes), size), dtype=np.uint8)
+                    for sp, sub, rel in self._classify(a, space):
+                        data[sub] = self._load_bytes(w, b, sp, rel[sub], lanes[sub], size, inst)
+                else:
+                    data = self._load_bytes(w, b, space, a, lanes, size, inst)
+                mem[at] = data
+            if order is not None:
+                mem = mem[reorder]
+            flat = mem.view(wdtype)
+            for k, wr in enumerate(writers):
+                wr(w, flat[pick[k]].view(vtype), mask)
         return load
 
     def _wmma_store(self, inst, unknown):
-        frag, layout, space, _ = self._wmma_form(inst, [m for m in unknown if m != "store"], ("d",))
+        frag, layout, space, t, mnk = self._wmma_form(inst, [m for m in unknown if m != "store"], ("d",))
         if space in ("const", "param"):
             raise UnsupportedInstruction(inst, f"{space} state space")
-        addr, stride, regs = self._wmma_setup(inst, frag, layout, space)
-        readers = [self._reader(r, "f32", inst) for r in regs]
-        accesses = self._wmma_accesses(frag)
+        addr, stride, regs = self._wmma_setup(inst, frag, space)
+        words, word, rtype = self._wmma_words(frag, t, mnk, regs, inst)
+        es = WMMA_CD[t]
+        rows, cols = self._wmma_block(frag, layout, mnk)
+        readers = [self._reader(r, rtype, inst) for r in regs.items]
+        accesses = self._wmma_accesses(frag, rows, cols * es)
         nw = self.L // WARP
         lane_all = np.arange(self.L) & (WARP - 1)
         warp_all = np.arange(self.L) // WARP
+        wdtype = np.uint64 if word == 8 else np.uint32
+        order = self._wmma_order(layout, mnk)
         c = self.counters
 
         def store(w, b, mask):
             lanes = self._wmma_lanes(inst, mask)
             if lanes is None:
                 return
-            flat = np.zeros((nw, 256), dtype=np.float32)
-            for k, r in enumerate(readers):
-                flat[warp_all, 32 * k + lane_all] = r(w, b)
-            m = flat.reshape(nw, 16, 16)
-            if layout == "col":
-                m = m.transpose(0, 2, 1)
-            mem = np.ascontiguousarray(m).view(np.uint8)  # (nw, 16, 64) bytes in memory order
+            flat = np.zeros((nw, words), dtype=wdtype)
+            for k in reversed(range(len(readers))):  # a word held twice: the first register's copy wins
+                flat[warp_all, (WARP * k + lane_all) % words] = readers[k](w, b).view(wdtype)
+            logical = flat.view(np.uint8).reshape(nw, rows * cols, es)
+            memory_order = np.empty_like(logical)
+            memory_order[:, order] = logical  # logical element i goes to memory element order[i]
+            mem = memory_order.reshape(nw, rows, cols * es)
             base, st = addr(w, b)[lanes], stride(w, b)[lanes].astype(np.uint64)
             lane, warp = lanes & (WARP - 1), lanes // WARP
             for size, row, col in accesses:
                 r, cl = row[lane], col[lane]
-                a = base + (r.astype(np.uint64) * st + cl.astype(np.uint64)) * np.uint64(4)
-                data = mem[warp[:, None], r[:, None], cl[:, None] * 4 + np.arange(size)]
+                a = base + r.astype(np.uint64) * st * np.uint64(es) + cl.astype(np.uint64)
+                data = mem[warp[:, None], r[:, None], cl[:, None] + np.arange(size)]
                 for sp, sub, rel in self._classify(a, space):
                     sel = lanes if sub is None else lanes[sub]
                     d = data if sub is None else data[sub]
+                    rel = rel if sub is None else rel[sub]
                     if sp == "global":
                         self.memory.write(rel, d, inst)
                         self._count_global(c, "store", b, rel, size, sel)
@@ -2329,55 +2624,93 @@ class Interpreter:
                         c.local_store_sectors += _local_sectors(sel, size)
         return store
 
+    @staticmethod
+    def _wmma_values(raw: np.ndarray, t: str) -> np.ndarray:
+        """A fragment's elements (raw bytes, (..., es)) as exact float64 or int64 values."""
+        if t in ("f16", "bf16"):
+            h = raw.copy().view(np.uint16)[..., 0]
+            return (_bf16_to_f32(h) if t == "bf16" else h.view(np.float16)).astype(np.float64)
+        if t == "tf32":  # the tensor core reads the top 19 bits of the f32 pattern
+            bits = raw.copy().view(np.uint32)[..., 0] & np.uint32(0xFFFFE000)
+            return bits.view(np.float32).astype(np.float64)
+        if t in ("f32", "f64"):
+            return raw.copy().view(np.float32 if t == "f32" else np.float64)[..., 0].astype(np.float64)
+        return raw.copy().view({"u8": np.uint8, "s8": np.int8, "s32": np.int32}[t])[..., 0].astype(np.int64)
+
     def _wmma_mma(self, inst, index, unknown):
-        """D = A B + C per warp, in float64 rounded once to f32; counted as 2 HMMA.16816.F32."""
+        """D = A B + C per warp: floating point in float64 rounded once to D's type, integers
+        exactly (s32 wraps, or saturates with .satfinite); counted as the SASS MMAs of its shape
+        (_WMMA_SASS: 2 HMMA.16816 for m16n16k16 f16, 1 DMMA.884 for m8n8k4 f64, ...)."""
         layouts = [m for m in inst.mods if m in ("row", "col")]
-        types = [m for m in inst.mods if m in _TYPES]
-        rest = [m for m in unknown if m not in ("mma", "row", "col", self._WMMA_SHAPE)]
-        if rest or len(layouts) != 2 or self._WMMA_SHAPE not in inst.mods:
+        shape, mnk = self._wmma_shape(inst)
+        types = [m for m in inst.mods if m in WMMA_AB or m in WMMA_CD or m in _TYPES]
+        rest = [m for m in unknown if m not in ("mma", "row", "col", shape, "satfinite", "tf32") and m not in WMMA_AB]
+        if rest or len(layouts) != 2:
             raise UnsupportedInstruction(inst, "wmma.mma form")
-        if len(types) == 2:
+        if len(types) == 2:  # wmma.mma...f32.f32: f16 inputs implied
             dt, ct, at = types[0], types[1], "f16"
         elif len(types) == 4 and types[1] == types[2]:
             dt, at, _, ct = types
         else:
             raise UnsupportedInstruction(inst, "wmma.mma types")
-        if dt != "f32" or ct != "f32" or at not in ("f16", "bf16"):
-            raise UnsupportedInstruction(inst, "wmma.mma types (f32 accumulators, f16/bf16 inputs only)")
+        integer = at in ("u8", "s8")
+        if at not in WMMA_SASS or dt not in WMMA_CD or ct not in WMMA_CD or \
+                integer != (dt == "s32") or integer != (ct == "s32") or (at == "f64") != (dt == "f64"):
+            raise UnsupportedInstruction(inst, "wmma.mma types")
         ops = inst.operands
-        if len(ops) != 4 or not all(isinstance(o, Vec) and len(o.items) in ((4, 8) if i in (1, 2) else (8,))
-                                    for i, o in enumerate(ops)):
+        if len(ops) != 4 or not all(isinstance(o, Vec) for o in ops):
             raise UnsupportedInstruction(inst, "operands")
-        writers = [self._writer(o, "f32", inst) for o in ops[0].items]
-        ra = [self._reader(o, "b32", inst) for o in ops[1].items[:4]]  # registers 4..7 repeat 0..3
-        rb = [self._reader(o, "b32", inst) for o in ops[2].items[:4]]
-        rc = [self._reader(o, "f32", inst) for o in ops[3].items]
-        self._tensor_names[index] = "HMMA.16816.F32"
-        self._tensor_per_warp[index] = 2
+        m, n, k = mnk
+        wa, worda, ta = self._wmma_words("a", at, mnk, ops[1], inst)
+        wb, _, tb = self._wmma_words("b", at, mnk, ops[2], inst)
+        wc, wordc, tc = self._wmma_words("c", ct, mnk, ops[3], inst)
+        wd, wordd, td = self._wmma_words("d", dt, mnk, ops[0], inst)
+        writers = [self._writer(o, td, inst) for o in ops[0].items]
+        ra = [self._reader(o, ta, inst) for o in ops[1].items]
+        rb = [self._reader(o, tb, inst) for o in ops[2].items]
+        rc = [self._reader(o, tc, inst) for o in ops[3].items]
+        sass, sm, sn, sk = WMMA_SASS[at]
+        suffix = {"f32": ".F32", "f16": ".F16", "f64": "", "s32": ""}[dt] + {"tf32": ".TF32", "bf16": ".BF16"}.get(at, "")
+        if integer:
+            suffix = f".{at.upper()}.{at.upper()}"
+        self._tensor_names[index] = sass + suffix
+        self._tensor_per_warp[index] = max(1, m * n * k // (sm * sn * sk))
         nw = self.L // WARP
-        lane_all = np.arange(self.L) & (WARP - 1)
-        warp_all = np.arange(self.L) // WARP
-        a_row, b_row = layouts
+        a_layout, b_layout = layouts
+        esa, esc = WMMA_AB[at], WMMA_CD[ct]
+        satfinite = "satfinite" in inst.mods
+        dtype_d = {"f64": np.float64, "f32": np.float32}.get(td, np.uint32)  # what D's register writers take
 
-        def matrix(regs, w, b, transpose):
-            pairs = np.zeros((nw, 128), dtype=np.uint32)
-            for k, r in enumerate(regs):
-                pairs[warp_all, 32 * k + lane_all] = r(w, b)
-            h = pairs.view(np.uint16).reshape(nw, 16, 16)
-            v = (_bf16_to_f32(h) if at == "bf16" else h.view(np.float16)).astype(np.float64)
-            return v.transpose(0, 2, 1) if transpose else v
+        places = {n_words: self._wmma_places(n_words) for n_words in {wa, wb, wc, wd}}
+
+        def gather(regs, words, word, w, b):
+            flat = np.zeros(nw * words, dtype=np.uint64 if word == 8 else np.uint32)
+            at = places[words]
+            for i in reversed(range(len(regs))):
+                flat[at[i]] = regs[i](w, b).view(flat.dtype)
+            return flat.view(np.uint8).reshape(nw, -1)
+
+        def matrix(raw, layout, rows, cols, es, t):  # the logical rows x cols matrix of an a/b block in memory order
+            block = (rows, cols) if layout == "row" else (cols, rows)
+            v = self._wmma_values(raw.reshape(nw, block[0], block[1], es), t)
+            return v if layout == "row" else v.transpose(0, 2, 1)
 
         def mma(w, b, mask):
             if self._wmma_lanes(inst, mask) is None:
                 return
-            A = matrix(ra, w, b, a_row == "col")
-            B = matrix(rb, w, b, b_row == "col")
-            C = np.zeros((nw, 256))
-            for k, r in enumerate(rc):
-                C[warp_all, 32 * k + lane_all] = r(w, b)
-            D = (A @ B + C.reshape(nw, 16, 16)).reshape(nw, 256).astype(np.float32)
-            for k, wr in enumerate(writers):
-                wr(w, D[warp_all, 32 * k + lane_all], mask)
+            A = matrix(gather(ra, wa, worda, w, b), a_layout, m, k, esa, at)
+            B = matrix(gather(rb, wb, worda, w, b), b_layout, k, n, esa, at)
+            C = self._wmma_values(gather(rc, wc, wordc, w, b).reshape(nw, m, n, esc), ct)
+            if integer:
+                D = np.einsum("wij,wjk->wik", A, B) + C
+                D = np.clip(D, -2**31, 2**31 - 1) if satfinite else ((D + 2**31) % 2**32) - 2**31
+                out = D.astype(np.int32)
+            else:
+                D = A @ B + C
+                out = D.astype({"f32": np.float32, "f16": np.float16, "f64": np.float64}[dt])
+            words = np.ascontiguousarray(out).reshape(-1).view(np.uint64 if wordd == 8 else np.uint32)
+            for i, wr in enumerate(writers):
+                wr(w, words[places[wd][i]].view(dtype_d), mask)
         return mma
 
     # memory -------------------------------------------------------------------
@@ -2472,6 +2805,8 @@ class Interpreter:
             off = addrs.astype(np.int64)
             if (off + size > len(self.params)).any():
                 raise MemoryFault(f"line {inst.line}: {inst.text!r}: parameter access out of bounds")
+            if self._call_bytes and (off >= self._call_base).all():  # a call's return value: each lane's own
+                return self._slab(w)[lanes[:, None], (off - self._call_base)[:, None] + np.arange(size)]
             pb = np.frombuffer(bytes(self.params), dtype=np.uint8)
             data = pb[off[:, None] + np.arange(size)]
         else:
@@ -2556,7 +2891,7 @@ class Interpreter:
         space, n, t = self._mem_form(inst, unknown)
         target = inst.operands[0]
         if space == "param" and isinstance(target, Addr) and isinstance(target.base, Sym) and target.base.name in self._call_params:
-            return lambda w, b, mask: None  # an argument of a call that does nothing
+            return self._call_param_store(inst, target, n, t)  # an argument of a call: each lane's own
         if space in ("const", "param"):
             raise UnsupportedInstruction(inst, f"{space} state space")
         size = max(1, _bits(t) // 8)
@@ -2591,6 +2926,29 @@ class Interpreter:
                 else:
                     self._local_write(w, rel, sel, d, inst)
                     c.local_store_sectors += _local_sectors(sel, size * n)
+        return st
+
+    def _call_param_store(self, inst, target: Addr, n: int, t: str):
+        """st.param into a call sequence's .param: each lane's bytes in its call slab."""
+        size = max(1, _bits(t) // 8)
+        src = inst.operands[1]
+        srcs = list(src.items) if isinstance(src, Vec) else [src]
+        if len(srcs) != n:
+            raise UnsupportedInstruction(inst, "vector width")
+        at = self._call_params[target.base.name] - self._call_base + target.offset
+        if at < 0 or at + size * n > self._call_bytes:
+            raise UnsupportedInstruction(inst, f"call argument beyond {CALL_PARAM_BYTES} bytes")
+        readers = [self._reader(s_, t, inst) for s_ in srcs]
+        dtype = _DTYPE[t]
+        cols = at + np.arange(size * n)
+
+        def st(w, b, mask):
+            lanes = np.nonzero(mask)[0]
+            if not len(lanes):
+                return
+            vals = np.stack([r(w, b).astype(dtype, copy=False) for r in readers], axis=1)
+            data = np.ascontiguousarray(vals).view(np.uint8).reshape(self.L, size * n)
+            self._slab(w)[lanes[:, None], cols] = data[lanes]
         return st
 
     def _op_atom(self, inst, index, unknown, reduction=False):
@@ -2907,7 +3265,7 @@ def _scale(value, factor):
 
 def count_work(kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray] | None = None, *,
                dynamic_shared_bytes: int = 0, sample: int = 3, warps_per_block: int | None = None,
-               max_steps_per_warp: int = 20_000_000) -> dict:
+               max_steps_per_warp: int = 20_000_000, functions: tuple[str, ...] = ()) -> dict:
     """Interpret ``sample`` blocks of a launch and extrapolate their work to the whole grid.
 
     Warps of a block that neither synchronises (no bar.sync) nor declares shared memory are
@@ -2917,11 +3275,13 @@ def count_work(kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray]
 
     Returns {"counts": {KernelFeatures count name: value}, "warp_instructions_by_pipe",
     "flops", "barriers", "tensor_instructions", ... , "sampled_blocks", "sampled_warps",
-    "scale", "approximations"}; all counts are for the whole grid (sampled counts x grid
-    blocks / blocks sampled x warps per block / warps sampled). Buffers are modified in place
-    by the sampled warps' stores.
+    "scale", "approximations", "device_launches"}; all counts are for the whole grid (sampled
+    counts x grid blocks / blocks sampled x warps per block / warps sampled). Buffers are
+    modified in place by the sampled warps' stores. functions: the module's kernel names, which
+    device-side launches name (DeviceLaunch, made by the sampled warps only: "scale" turns
+    their number into the grid's).
     """
-    interp = Interpreter(kernel, grid, block, args, buffers, dynamic_shared_bytes, max_steps_per_warp)
+    interp = Interpreter(kernel, grid, block, args, buffers, dynamic_shared_bytes, max_steps_per_warp, functions)
     blocks = sample_blocks(interp.grid, sample)
     independent = not kernel.shared and not any(i.opcode in ("bar", "barrier") and "warp" not in i.mods for i in kernel.instructions)
     if warps_per_block is None:
@@ -2943,6 +3303,7 @@ def count_work(kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray]
     out["buffer_bytes"] = [len(b) for b in interp.memory.buffers]
     out["approximations"] = sorted(interp.approximations)
     out["missing"] = sorted(interp.missing)  # work not counted: the prediction is a lower bound
+    out["device_launches"] = list(interp.device_launches)
     if warps:
         out["approximations"].append(f"{len(warps)} of {interp.nwarps} warps per block interpreted (no barrier, no shared memory)")
     return out

@@ -10,7 +10,10 @@ wrote it (cudaMemcpy / cudaMemset). Since device code never runs, results a prog
 the host are wrong; the record is flushed at every launch, so a program that then fails its
 check (exit 1, abort) still yields every launch made until then. The device the program sees
 (cudaGetDeviceProperties, cudaDeviceGetAttribute, occupancy queries) is the target GPU of the
-hardware database; cudaEventElapsedTime always answers 1.0 ms.
+hardware database; cudaEventElapsedTime always answers 1.0 ms. The program runs in a copy of
+its source folder (its data files, read by relative paths, are there), built with OpenMP when
+its host code uses it and with relocatable device code when it launches kernels from device
+code, for TIMEOUT_S in all and AFTER_FIRST_LAUNCH_S after its first launch.
 
 Identical launches (same kernel, grid, block, dynamic shared memory and argument bytes) are
 merged by default, keeping the first one's buffer snapshots and counting the repeats
@@ -52,6 +55,7 @@ from keet.sandbox import (
 )
 from perfmodel.hardware import gpu
 from perfmodel.static.compile import (
+    RDC_FLAG,
     BuildOptions,
     Compiled,
     CompileError,
@@ -62,6 +66,7 @@ from perfmodel.static.compile import (
     entry_params,
     first_error,
     include_flags,
+    needs_relocatable,
 )
 from perfmodel.static.libraries import (
     OPENMP,
@@ -72,7 +77,18 @@ from perfmodel.static.libraries import (
 )
 
 RECORDER_SRC = Path(__file__).resolve().parent / "recorder" / "recorder.cpp"
-TIMEOUT_S = 60.0
+# Time limits of the program's run. A program may compute on the host for minutes before its
+# first launch (llm.c's CPU references of a GEMM) -- work its own run on a GPU does too, and that
+# discovery cannot skip -- so the run gets TIMEOUT_S in all; once it has launched, what follows
+# (timing loops, checks of results that are wrong here) adds little, and the recorder ends the
+# program AFTER_FIRST_LAUNCH_S after its first launch, keeping every launch made until then.
+TIMEOUT_S = 300.0
+AFTER_FIRST_LAUNCH_S = 60.0
+# The program runs where its own folder's files are (cuda-samples' sdkFindFilePath tries "./data/"
+# first): its source folder is copied into its working folder, when it is small enough.
+COPY_MAX_BYTES = 256 << 20
+COPY_MAX_FILES = 4096
+MAX_OPENMP_THREADS = 16  # below the sandbox's process limit (threads count as processes)
 MEMORY_LIMIT_BYTES = 16 << 30  # address space of the program (device buffers are reserved lazily)
 SNAPSHOT_CAP_BYTES = 1 << 30  # total bytes of buffer snapshots written per program
 RECORD_MARGIN_BYTES = 64 << 20  # the launch record itself, beyond the snapshots
@@ -99,6 +115,7 @@ class Buffer:
     fill: int | None = None
     name: str | None = None
     reason: str | None = None
+    pointers: tuple[Pointer, ...] = ()  # words of the snapshot that point into buffers (at: offset in this one)
     _keep: object = field(default=None, repr=False, compare=False)  # keeps the scratch folder alive
 
     def read(self) -> np.ndarray | None:
@@ -197,6 +214,7 @@ class Launches(list):
         self.output = ""
         self.library_calls: list[LibraryCall] = []
         self.runtime_stubs: dict[str, int] = {}  # CUDA runtime functions called that the recorder does not model -> calls
+        self.stopped_after_s: float | None = None  # the recorder ended the program this long after its first launch
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,21 +297,70 @@ def _link_problem(cu_path: Path, missing: list[str]) -> DiscoveryError:
     return DiscoveryError(f"{cu_path}: {what}; give the launch with --kernel/--grid/--block instead")
 
 
+_OPENMP_USE = re.compile(r"^\s*#\s*(?:pragma\s+omp\b|include\s*[<\"]omp\.h[>\"])", re.MULTILINE)
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+MAX_SCANNED_HEADERS = 64
+
+
+def uses_openmp(cu_path: Path, options: BuildOptions | None = None) -> bool:
+    """Whether the program's host code uses OpenMP (#pragma omp, omp.h) in the file or in the
+    headers it includes with quotes (found next to the including file or in its -I folders).
+    Such a program's own build passes -fopenmp (llm.c's dev/cuda: -Xcompiler -fopenmp); without
+    it a parallel CPU reference runs on one thread, and discovery waits for it."""
+    folders = [Path(d) for d in (options.include_dirs if options else ())]
+    seen: set[Path] = set()
+    todo = [cu_path.resolve()]
+    while todo and len(seen) < MAX_SCANNED_HEADERS:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        if _OPENMP_USE.search(text):
+            return True
+        for name in _QUOTED_INCLUDE.findall(text):
+            found = next((c for c in (path.parent / name, *(d / name for d in folders)) if c.is_file()), None)
+            if found is not None:
+                todo.append(found.resolve())
+    return False
+
+
 def build_program(cu_path: Path, gpu_id: str, out: Path, timeout: float = 300.0, options: BuildOptions | None = None) -> Path:
     """The program's host code linked against the recorder (device code embedded as PTX only).
     Calls into CUDA libraries (perfmodel/static/libraries.py) link against recording stubs made
-    for exactly the functions the program references."""
+    for exactly the functions the program references. As the program's own build would: with
+    OpenMP when its host code uses it (uses_openmp), and with relocatable device code and a
+    device link (nvcc -rdc=true, -dlink, the device runtime library) when it launches kernels
+    from device code (nvcc refuses it otherwise)."""
     tk = toolchain.toolkit()
     nvcc = tk.nvcc
     recorder = recorder_object(nvcc)
     cxx = host_compiler()
     virt = arch_for(gpu_id).replace("sm_", "compute_")
     obj = out.with_suffix(".o")
+    openmp = ["-Xcompiler", "-fopenmp"] if uses_openmp(cu_path, options) else []
     cmd = [nvcc, *["-O2" if f == "-O3" else f for f in base_flags(options) if f != "-lineinfo"],
-           f"-gencode=arch={virt},code={virt}", "-ccbin", cxx, *include_flags(cu_path, options, tk),
+           f"-gencode=arch={virt},code={virt}", "-ccbin", cxx, *openmp, *include_flags(cu_path, options, tk),
            "-c", "-o", str(obj), str(cu_path.resolve())]
-    _run_build(cmd, cu_path, out.parent, timeout, tk=tk)
-    link = [nvcc, "-cudart", "none", "-ccbin", cxx, "-o", str(out), str(obj), str(recorder)]
+    device_link: list[str] = []
+    try:
+        _run_build(cmd, cu_path, out.parent, timeout, tk=tk)
+    except CompileError as exc:
+        if not needs_relocatable(str(exc)):
+            raise
+        _run_build([*cmd[:-4], RDC_FLAG, *cmd[-4:]], cu_path, out.parent, timeout, tk=tk)
+        linked = out.with_name(out.name + "_dlink.o")
+        # the device link makes the registration code of the relocatable module (kernel names
+        # for the recorder); the final link then needs the device runtime's host part
+        _run_build([nvcc, "-dlink", f"-gencode=arch={virt},code={virt}", "-ccbin", cxx, "-o", str(linked), str(obj)],
+                   cu_path, out.parent, timeout, tk=tk)
+        device_link = [str(linked), "-lcudadevrt"]
+    # -lpthread: the recorder's watchdog thread (part of libc from glibc 2.34 on)
+    link = [nvcc, "-cudart", "none", "-ccbin", cxx, *openmp, "-o", str(out), str(obj), *device_link[:1], str(recorder),
+            *device_link[1:], "-lpthread"]
     p = _run_build(link, cu_path, out.parent, timeout, check=False)
     if p.returncode != 0:
         log = p.stderr + p.stdout
@@ -361,12 +428,14 @@ def spec_text(compiled: Compiled, gpu_id: str) -> str:
 # Running
 # ---------------------------------------------------------------------------------------------
 def run_program(exe: Path, env: dict[str, str], cwd: Path, argv: list[str], timeout: float, memory_bytes: int,
-                output_bytes: int, readable: tuple[Path, ...] = (), sandboxed: bool = True) -> tuple[int | None, str]:
+                output_bytes: int, readable: tuple[Path, ...] = (), sandboxed: bool = True,
+                writable: Path | None = None) -> tuple[int | None, str]:
     """Run the program under keet.sandbox's limits (time, memory and processes of its whole
-    tree, total bytes written), isolated when ``sandboxed`` (writable: ``cwd`` only; readable:
-    ``readable``); (exit status or None on timeout, output tail)."""
+    tree, total bytes written), isolated when ``sandboxed`` (writable: ``writable``, by default
+    ``cwd``, which must be inside it; readable: ``readable``); (exit status or None on timeout,
+    output tail)."""
     limits = Limits(wall_seconds=timeout, memory_bytes=memory_bytes, output_bytes=output_bytes, log_bytes=64 << 10, processes=64)
-    isolation = Isolation((cwd,), readable) if sandboxed else None
+    isolation = Isolation((writable or cwd,), readable) if sandboxed else None
     result = run_limited([str(exe), *argv], cwd, limits, env=env, isolation=isolation)
     tail = (result.stdout + result.stderr)[-4000:]
     if result.killed == "time":
@@ -395,9 +464,10 @@ def _host_run_mode(cu_path: Path, host_sandbox: str) -> bool:
 
 def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object, cap: int = SNAPSHOT_CAP_BYTES,
                  library_calls: list[LibraryCall] | None = None,
-                 runtime_stubs: dict[str, int] | None = None) -> tuple[list[Launch], bool]:
+                 runtime_stubs: dict[str, int] | None = None, events: dict[str, float] | None = None) -> tuple[list[Launch], bool]:
     """The recorder's JSON lines -> launches (all of them, in order) and whether the program reached exit;
-    calls into CUDA libraries are appended to ``library_calls`` (merged by function) when given.
+    calls into CUDA libraries are appended to ``library_calls`` (merged by function) when given;
+    ``events`` receives "stopped_after_s" when the recorder ended the program after its first launch.
     The program wrote the file: it is read only as a regular file of at most ``cap`` bytes."""
     data = read_left_file(path, cap)
     text = data.decode(errors="replace") if data is not None else ""
@@ -414,6 +484,8 @@ def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object
             continue
         if ev.get("ev") == "exit":
             exited = True
+        if ev.get("ev") == "stopped" and events is not None and isinstance(ev.get("after_first_launch_s"), (int, float)):
+            events["stopped_after_s"] = float(ev["after_first_launch_s"])
         if ev.get("ev") == "runtime_stub" and isinstance(ev.get("name"), str):
             if runtime_stubs is not None:
                 runtime_stubs[ev["name"]] = runtime_stubs.get(ev["name"], 0) + 1
@@ -437,9 +509,11 @@ def parse_record(path: Path, params: dict[str, list], folder: Path, keep: object
                 continue  # the program wrote the record: a snapshot is a plain file in the record folder, nothing else
             key = (b["id"], b["content"], name, b.get("fill"), b.get("reason"))
             if key not in snapshots:
+                inside = tuple(Pointer(*ptr) for ptr in b.get("pointers", ()) if isinstance(ptr, list) and len(ptr) == 3
+                               and all(isinstance(x, int) for x in ptr) and 0 <= ptr[0] <= b["size"] - 8)
                 snapshots[key] = Buffer(id=b["id"], size=b["size"], kind=b["kind"], content=b["content"],
                                         path=folder / b["file"] if b.get("file") else None, fill=b.get("fill"),
-                                        name=b.get("name"), reason=b.get("reason"), _keep=keep)
+                                        name=b.get("name"), reason=b.get("reason"), pointers=inside, _keep=keep)
             buffers[b["id"]] = snapshots[key]
         launches.append(Launch(kernel=ev["kernel"], name=ev.get("demangled", ev["kernel"]), grid=tuple(ev["grid"]),
                                block=tuple(ev["block"]), dynamic_shared_bytes=ev.get("smem", 0), args=args, buffers=buffers,
@@ -460,6 +534,48 @@ def _signal_name(status: int) -> str | None:
         return None
 
 
+def copy_program_folder(source: Path, into: Path, max_bytes: int = COPY_MAX_BYTES, max_files: int = COPY_MAX_FILES) -> str | None:
+    """Copy the regular files of the folder SOURCE (and its subfolders, hidden ones and links
+    left out) into INTO, so that a program reading its data by a path relative to where it is
+    run ("data/teapot512.pgm") finds it, and what it writes stays in the scratch folder. None
+    when copied, else why not (the folder is larger than max_bytes or max_files)."""
+    files: list[tuple[Path, int]] = []
+    total = 0
+    target = into.resolve()
+    for folder, subfolders, names in os.walk(source):
+        # not the copy itself (a scratch folder the caller put inside the source folder)
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and not os.path.islink(os.path.join(folder, d))
+                               and not target.is_relative_to(Path(folder, d).resolve()))
+        for name in sorted(names):
+            path = Path(folder) / name
+            if name.startswith(".") or path.is_symlink() or not path.is_file():
+                continue
+            total += path.stat().st_size
+            files.append((path, total))
+            if total > max_bytes or len(files) > max_files:
+                return (f"its folder {source} (over {max_bytes >> 20} MiB or {max_files} files) was not copied into the "
+                        "scratch folder it runs in")
+    for path, _ in files:
+        target = into / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return None
+
+
+_ASSERTION = re.compile(r"Assertion [`'](.{1,160}?)' failed")
+
+
+def _failure_hint(tail: str, copied: str | None) -> str:
+    """What a failed run before any launch most likely means, from its output."""
+    m = _ASSERTION.search(tail)
+    if m:
+        return (f"; the program's own assertion ({m.group(1)}) failed with the target GPU's properties or the "
+                "arguments given; kernels never run here, so results it checks are wrong")
+    where = copied or "its files are copied from its source folder"
+    return (f"; it runs in a scratch folder ({where}), where input files it opens by other paths are not, and "
+            "kernels never run, so results it checks are wrong")
+
+
 def merge_identical(launches: list[Launch], by: str = "args") -> list[Launch]:
     """Merge repeats, keeping the first launch and counting the others: by "args" (same kernel,
     grid, block, dynamic shared memory and argument bytes) or by "config" (same kernel, grid,
@@ -476,6 +592,7 @@ def merge_identical(launches: list[Launch], by: str = "args") -> list[Launch]:
 
 def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | None = None, argv: list[str] | tuple[str, ...] = (),
                       workdir: str | Path | None = None, unique: bool | str = True, timeout: float = TIMEOUT_S,
+                      after_first_launch: float = AFTER_FIRST_LAUNCH_S,
                       memory_bytes: int = MEMORY_LIMIT_BYTES, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES,
                       program: Path | None = None, host_sandbox: str = "auto", options: BuildOptions | None = None) -> Launches:
     """The kernel launches of the self-contained program CU_PATH, recorded with no GPU for GPU_ID.
@@ -484,7 +601,9 @@ def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | 
     program's arguments; workdir: where buffer snapshots are kept (default: a temporary folder
     removed once no returned Buffer refers to it); unique: True or "args" merges identical
     launches, "config" merges launches of the same kernel and configuration whatever their
-    arguments, False returns every launch; program: the program already built by build_program;
+    arguments, False returns every launch; timeout: the run's wall-time limit (seconds);
+    after_first_launch: the program is ended this long after its first launch (the recorder
+    does it, keeping the record); program: the program already built by build_program;
     host_sandbox: "auto", "require" or "off" (module docstring); options: the program's
     build options (-I, -D, -std, --include). A program that makes no launch but calls CUDA
     libraries returns no launch and its ``library_calls``."""
@@ -513,18 +632,27 @@ def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | 
         folder = Path(os.path.abspath(folder))
         record = folder / "launches.jsonl"
         record.unlink(missing_ok=True)
+        # the program runs in a copy of its own folder, inside the record folder (the only writable one)
+        cwd = folder / "run"
+        shutil.rmtree(cwd, ignore_errors=True)
+        cwd.mkdir()
+        not_copied = copy_program_folder(cu_path.resolve().parent, cwd)
         # the program's whole environment: where to record, and PATH (never the caller's keys)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PERFMODEL_RECORD_OUT": str(record), "PERFMODEL_RECORD_DIR": str(folder),
-               "PERFMODEL_RECORD_SPEC": str(spec.resolve()), "PERFMODEL_RECORD_MAX_BYTES": str(int(snapshot_cap_bytes))}
+               "PERFMODEL_RECORD_SPEC": str(spec.resolve()), "PERFMODEL_RECORD_MAX_BYTES": str(int(snapshot_cap_bytes)),
+               "PERFMODEL_RECORD_AFTER_FIRST_LAUNCH_S": f"{after_first_launch:g}",
+               "OMP_NUM_THREADS": str(max(1, min(MAX_OPENMP_THREADS, len(os.sched_getaffinity(0)))))}
         exe = Path(os.path.abspath(exe))
-        status, tail = run_program(exe, env, folder, list(argv), timeout, memory_bytes, snapshot_cap_bytes + RECORD_MARGIN_BYTES,
-                                   (exe.parent, build.resolve()), sandboxed)
+        status, tail = run_program(exe, env, cwd, list(argv), timeout, memory_bytes, snapshot_cap_bytes + RECORD_MARGIN_BYTES,
+                                   (exe.parent, build.resolve()), sandboxed, writable=folder)
     finally:
         shutil.rmtree(build, ignore_errors=True)
     record_cap = snapshot_cap_bytes + RECORD_MARGIN_BYTES
     calls: list[LibraryCall] = []
     stubs: dict[str, int] = {}
-    launches, completed = parse_record(record, params, folder, keep, record_cap, calls, stubs) if record.is_file() else ([], False)
+    events: dict[str, float] = {}
+    launches, completed = (parse_record(record, params, folder, keep, record_cap, calls, stubs, events) if record.is_file()
+                           else ([], False))
     if not launches and not any(call.launches_kernels for call in calls):  # set-up calls only: nothing ran on the GPU
         if not params and not calls:
             raise DiscoveryError(f"{cu_path}: no __global__ kernel in this file")
@@ -538,10 +666,10 @@ def discover_launches(cu_path: str | Path, gpu_id: str, *, compiled: Compiled | 
             why += (f" after CUDA runtime calls the launch recorder does not model and did as nothing "
                     f"({', '.join(sorted(stubs)[:6])})")
         elif status:
-            why += ("; it runs in an empty scratch folder, where input files it opens by relative path are not, and "
-                    "kernels never run, so results it checks are wrong")
+            why += _failure_hint(tail, not_copied)
         raise DiscoveryError(f"{cu_path}: {why}; give the launch with --kernel/--grid/--block")
     result = Launches(merge_identical(launches, "config" if unique == "config" else "args") if unique else launches)
     result.exit_status, result.completed, result.output = status, completed, tail
+    result.stopped_after_s = events.get("stopped_after_s")
     result.library_calls, result.runtime_stubs = calls, stubs
     return result

@@ -100,6 +100,19 @@ def is_runtime_function(symbol: str) -> bool:
     return bool(_RUNTIME.match(symbol))
 
 
+# Library functions that answer how many algorithms they found through an int* argument: a
+# program that gets 0 gives up ("No cuBLASLt algorithm", llm.c's matmul_forward 3), so their stubs
+# answer one (of the count the program asked for): (arguments, index of the count asked for,
+# index of the int* answer). Their C signatures: cublasLtMatmulAlgoGetHeuristic(handle, op, A, B,
+# C, D, preference, requestedAlgoCount, heuristicResultsArray[], int* returnAlgoCount); cuDNN's
+# v7 getters and finders (handle, 4 descriptors, requestedAlgoCount, int* returnedAlgoCount, perf[]).
+COUNT_ANSWERS = {"cublasLtMatmulAlgoGetHeuristic": (10, 7, 9),
+                 **{name: (8, 5, 6) for name in (
+                     "cudnnGetConvolutionForwardAlgorithm_v7", "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+                     "cudnnGetConvolutionBackwardFilterAlgorithm_v7", "cudnnFindConvolutionForwardAlgorithm",
+                     "cudnnFindConvolutionBackwardDataAlgorithm", "cudnnFindConvolutionBackwardFilterAlgorithm")}}
+
+
 def stub_source(symbols: list[str], runtime: list[str] = (), openmp: list[str] = ()) -> str:
     """C++ source defining a recording stub for each library function in SYMBOLS, for each
     CUDA runtime function in RUNTIME that the recorder does not model (recorded as such, and
@@ -119,6 +132,10 @@ def stub_source(symbols: list[str], runtime: list[str] = (), openmp: list[str] =
         record = f'perfmodel_library_call("{lib.name}", "{symbol}");'
         if _STRING_RESULT.search(symbol):
             lines.append(f'const char* {symbol}() {{ {record} return "success (perfmodel launch recorder stub)"; }}')
+        elif symbol in COUNT_ANSWERS:
+            count, asked, answer = COUNT_ANSWERS[symbol]
+            params = ", ".join("int asked" if i == asked else "int* answer" if i == answer else "void*" for i in range(count))
+            lines.append(f"int {symbol}({params}) {{ {record} if (answer) *answer = asked > 0 ? 1 : 0; return 0; }}")
         else:
             lines.append(f"int {symbol}() {{ {record} return 0; }}")
     lines.append("}")

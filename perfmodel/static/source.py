@@ -36,6 +36,7 @@ from perfmodel.static.compile import (
     ptx_location,
 )
 from perfmodel.static.interpreter import (
+    DeviceLaunch,
     InterpreterError,
     Memory,
     MemoryFault,
@@ -57,12 +58,17 @@ MAX_SAMPLED_LANES = 1024
 MIN_SAMPLED_BLOCKS, MAX_SAMPLED_BLOCKS = 3, 8
 
 
-class StaticError(KeetError):
-    """A launch could not be interpreted (unsupported PTX, a fault, missing data)."""
+MAX_DEVICE_CONFIGURATIONS = 8  # device-side launch configurations interpreted per host-launched kernel
 
-    def __init__(self, message: str, launch: Launch | None = None):
+
+class StaticError(KeetError):
+    """A launch could not be interpreted (unsupported PTX, a fault, missing data); launched_by:
+    the kernel that launched it from the device (dynamic parallelism), if so."""
+
+    def __init__(self, message: str, launch: Launch | None = None, launched_by: str | None = None):
         super().__init__(message)
         self.launch = launch
+        self.launched_by = launched_by
 
 
 @dataclass
@@ -75,6 +81,9 @@ class StaticKernel:
     written_buffers: set[int] = field(default_factory=set)
     approximations: list[str] = field(default_factory=list)
     seconds: float = 0.0  # time spent interpreting
+    launched_by: str | None = None  # launched from the device by this kernel (dynamic parallelism)
+    device_launches: list[DeviceLaunch] = field(default_factory=list)  # made by its sampled blocks
+    memory: Memory | None = field(default=None, repr=False)  # global memory as its sampled blocks left it
 
     def summary(self) -> dict:
         """The counted features and how they were obtained, for --explain and JSON."""
@@ -120,6 +129,13 @@ def _inputs(launch: Launch) -> tuple[Memory, list, list[int], list[str]]:
         names[buf.id] = buf.name if buf.kind == "symbol" and buf.name else f"buffer{buf.id}"  # a __device__ variable keeps its name
         arrays[names[buf.id]] = data
     memory = Memory(arrays)
+    for buf in launch.buffers.values():  # pointers stored in buffers (arrays of pointers, structs): the interpreter's addresses
+        data = arrays[names[buf.id]]
+        moved = [(ptr.at, memory.address(Pointer(names[ptr.buffer], ptr.offset))) for ptr in buf.pointers
+                 if ptr.buffer in names and data is not None and ptr.at + 8 <= len(data)]
+        if moved:
+            at = np.array([a for a, _ in moved], dtype=np.int64)
+            data[at[:, None] + np.arange(8)] = np.array([v for _, v in moved], dtype="<u8").view(np.uint8).reshape(-1, 8)
     args: list = []
     for arg in launch.args:
         raw = bytearray(arg.raw)
@@ -164,12 +180,7 @@ def _buffers_touched(keys: np.ndarray | None, ids: list[int]) -> set[int]:
     return {ids[i] for i in np.unique(traffic.buffer_index(keys & traffic.SECTOR_MASK)).tolist() if i < len(ids)}
 
 
-def count_launch(compiled: Compiled, launch: Launch, *, earlier: dict[int, str] | None = None,
-                 sample: int | None = None) -> StaticKernel:
-    """Interpret one launch and turn its counts into the model's features, for the GPU it was
-    compiled for (the model retargets them to any other)."""
-    counting = gpu(compiled.gpu_id)
-    start = time.perf_counter()
+def _module(compiled: Compiled, launch: Launch) -> Module:
     try:
         module = _parsed(compiled.ptx)
     except KeetError as exc:  # PTX this parser does not read
@@ -181,13 +192,31 @@ def count_launch(compiled: Compiled, launch: Launch, *, earlier: dict[int, str] 
         raise StaticError(f"{compiled.source}: {launch.name} <<<{launch.grid}, {launch.block}>>>: the CUDA runtime refuses "
                           f"this launch ({launch.error}), so it does no work; check the program's arguments and the "
                           "data it reads (-- PROGRAM_ARG...)", launch)
+    return module
+
+
+def count_launch(compiled: Compiled, launch: Launch, *, earlier: dict[int, str] | None = None,
+                 sample: int | None = None) -> StaticKernel:
+    """Interpret one launch and turn its counts into the model's features, for the GPU it was
+    compiled for (the model retargets them to any other)."""
+    start = time.perf_counter()
+    module = _module(compiled, launch)
+    memory, args, ids, notes = _inputs(launch)
+    return _counted(compiled, module, launch, memory, args, ids, notes, earlier, sample, start)
+
+
+def _counted(compiled: Compiled, module: Module, launch: Launch, memory: Memory, args: list, ids: list[int], notes: list[str],
+             earlier: dict[int, str] | None, sample: int | None, start: float) -> StaticKernel:
+    """count_launch's interpretation and features, on MEMORY with ARGS (the interpreter's
+    addresses); ids: the buffer id of each of MEMORY's first buffers."""
+    counting = gpu(compiled.gpu_id)
     resources = compiled.kernels.get(launch.kernel)
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
-    memory, args, ids, notes = _inputs(launch)
     try:
         work = count_work(module.kernels[launch.kernel], launch.grid, launch.block, args, memory,
-                          dynamic_shared_bytes=launch.dynamic_shared_bytes, sample=sample or sample_size(blocks, threads))
+                          dynamic_shared_bytes=launch.dynamic_shared_bytes, sample=sample or sample_size(blocks, threads),
+                          functions=tuple(module.kernels))
     except InterpreterError as exc:
         raise StaticError(_interpreter_problem(compiled, launch, exc), launch) from None
     written = _buffers_touched(work["footprint"].get("store"), ids)
@@ -225,7 +254,70 @@ def count_launch(compiled: Compiled, launch: Launch, *, earlier: dict[int, str] 
         flops=work["flops"], barriers=work["barriers"], tensor_instructions=work["tensor_instructions"],
         source_gpu=counting.name, l2_bytes_of_source_gpu=int(counting.value("l2_bytes") or 0) or None)
     return StaticKernel(launch=launch, compiled=compiled, features=features, work=work, traffic=moved, written_buffers=written,
-                        approximations=notes + work["approximations"] + list(moved.notes), seconds=time.perf_counter() - start)
+                        approximations=notes + work["approximations"] + list(moved.notes), seconds=time.perf_counter() - start,
+                        device_launches=work["device_launches"], memory=memory if work["device_launches"] else None)
+
+
+def _by_device_configuration(launches: list[DeviceLaunch]) -> list[tuple[DeviceLaunch, int]]:
+    """(first launch, launches) per kernel, grid, block and dynamic shared memory, in order."""
+    groups: dict[tuple, list[DeviceLaunch]] = {}
+    for dl in launches:
+        groups.setdefault((dl.kernel, dl.grid, dl.block, dl.dynamic_shared_bytes), []).append(dl)
+    return [(group[0], len(group)) for group in groups.values()]
+
+
+def device_side(compiled: Compiled, parent: StaticKernel) -> list[StaticKernel | StaticError]:
+    """The kernels PARENT (launched by the host) launches from the device (dynamic parallelism):
+    one entry per configuration its sampled blocks launched, with their number extrapolated
+    to PARENT's grid and launches; each interpreted on the global memory as PARENT's sampled
+    blocks left it, with the arguments they wrote. What those kernels launch in turn (a deeper
+    level: recursion) is listed, not predicted."""
+    if not parent.device_launches:
+        return []
+    module = _parsed(compiled.ptx)
+    scale = parent.work["scale"] * parent.launch.count
+    out: list[StaticKernel | StaticError] = []
+    groups = _by_device_configuration(parent.device_launches)
+    for first, sampled in groups[:MAX_DEVICE_CONFIGURATIONS]:
+        resources = compiled.kernels.get(first.kernel)
+        name = resources.demangled if resources else first.kernel
+        empty = not all(first.grid) or not all(first.block)
+        launch = Launch(kernel=first.kernel, name=name, grid=first.grid, block=first.block,
+                        dynamic_shared_bytes=first.dynamic_shared_bytes, buffers=parent.launch.buffers, seq=parent.launch.seq,
+                        count=max(1, round(sampled * scale)),
+                        error="a grid or block dimension is 0" if empty else None)
+        start = time.perf_counter()
+        try:
+            kernel = _module(compiled, launch).kernels[first.kernel]
+            args = [first.params[p.offset:p.offset + p.size] for p in kernel.params]
+            if parent.memory is None:  # the parent's memory was let go: nothing to interpret the child on
+                raise StaticError(f"{compiled.source}: {name}: not predicted: device-side launch", launch)
+            child = _counted(compiled, module, launch, parent.memory, args, list(launch.buffers), [], None, None, start)
+        except StaticError as exc:
+            exc.launched_by = parent.launch.name
+            out.append(exc)
+            continue
+        child.launched_by = parent.launch.name
+        child.approximations.insert(0, f"launched from the device by {parent.launch.name}: {launch.count} launches, "
+                                       f"{sampled} of them by its {len(parent.work['sampled_blocks'])} interpreted blocks "
+                                       "(scaled to its grid); the first one's arguments are interpreted for all")
+        out.append(child)
+        for deeper, count in _by_device_configuration(child.device_launches):
+            res = compiled.kernels.get(deeper.kernel)
+            again = Launch(kernel=deeper.kernel, name=res.demangled if res else deeper.kernel, grid=deeper.grid,
+                           block=deeper.block, dynamic_shared_bytes=deeper.dynamic_shared_bytes,
+                           count=max(1, round(count * child.work["scale"] * launch.count)))
+            out.append(StaticError(f"{compiled.source}: {again.name} <<<{again.grid}, {again.block}>>>: not predicted: "
+                                   f"device-side launch by {name}, itself launched from the device (one level of "
+                                   "device-side launches is interpreted)", again, launched_by=name))
+    for first, sampled in groups[MAX_DEVICE_CONFIGURATIONS:]:
+        resources = compiled.kernels.get(first.kernel)
+        launch = Launch(kernel=first.kernel, name=resources.demangled if resources else first.kernel, grid=first.grid,
+                        block=first.block, dynamic_shared_bytes=first.dynamic_shared_bytes, count=max(1, round(sampled * scale)))
+        out.append(StaticError(f"{compiled.source}: {launch.name} <<<{launch.grid}, {launch.block}>>>: not predicted: "
+                               f"device-side launch (more than {MAX_DEVICE_CONFIGURATIONS} configurations launched by "
+                               f"{parent.launch.name})", launch, launched_by=parent.launch.name))
+    return out
 
 
 @functools.lru_cache(maxsize=4)
@@ -356,4 +448,8 @@ def static_kernels(path: str | Path, target_id: str, progress: Callable[[str], N
         out.append(counted)
         for buffer_id in counted.written_buffers:
             written.setdefault(buffer_id, f"{launch.name} (launch {launch.seq})")
+        if counted.device_launches:
+            say(f"interpreting the kernels {launch.name} launches from the device")
+            out.extend(device_side(compiled, counted))
+            counted.memory = None  # the children are counted: let the interpreter's memory go
     return out

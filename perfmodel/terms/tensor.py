@@ -13,7 +13,8 @@ from perfmodel.terms.base import Contribution, Launch
 PARAMETERS = ("tensor_mma_sync_fp16_flops_per_clk_per_sm", "tensor_mma_sync_bf16_flops_per_clk_per_sm",
               "tensor_tcgen05_fp16_flops_per_clk_per_sm",
               "tensor_wgmma_fp16_flops_per_clk_per_sm", "tensor_wgmma_bf16_flops_per_clk_per_sm",
-              "tensor_fp16_flops_per_clk_per_sm", "tensor_bf16_flops_per_clk_per_sm")
+              "tensor_fp16_flops_per_clk_per_sm", "tensor_bf16_flops_per_clk_per_sm",
+              "tensor_fp64_flops_per_clk_per_sm", "tensor_int8_ops_per_clk_per_sm")
 
 
 def tensor_flops_per_instruction(opcode: str) -> float:
@@ -27,10 +28,34 @@ def tensor_flops_per_instruction(opcode: str) -> float:
     return 0.0
 
 
+def precision_of(opcode: str) -> str:
+    """The input precision of an MMA opcode: fp64 (DMMA), int8 (IMMA and kin), tf32, bf16, else fp16."""
+    if opcode.startswith("DMMA"):
+        return "fp64"
+    if opcode.startswith(("IMMA", "IGMMA", "UTCIMMA")):
+        return "int8"
+    return "tf32" if "TF32" in opcode else "bf16" if "BF16" in opcode else "fp16"
+
+
 def tensor_rate(gpu: GPU, opcode: str) -> float | None:
-    """Sustained FLOPs per clock per SM of an MMA opcode."""
-    kind = "tcgen05" if opcode.startswith("UTC") else "wgmma" if opcode.startswith("HGMMA") else "mma_sync"
-    precision = "bf16" if "BF16" in opcode else "fp16"
+    """Sustained FLOPs (or integer ops) per clock per SM of an MMA opcode.
+
+    fp16/bf16: our measured rate of the instruction's kind, else the vendor peak; TF32 opcodes
+    are rated like them (as this model has always rated them: the corpus's TF32 cuBLAS kernels
+    are validated that way; docs/model.md). fp64 and int8 have vendor peaks only: DMMA is
+    Hopper's only FP64 tensor instruction, so its peak is its rate; INT8 mma.sync (IMMA) is
+    taken to reach the same fraction of its peak as the measured FP16 mma.sync does of its own
+    (2716 of 4096 flop/clk/SM on H100: the vendor peaks are wgmma's)."""
+    kind = "tcgen05" if opcode.startswith("UTC") else "wgmma" if opcode.startswith(("HGMMA", "IGMMA")) else "mma_sync"
+    precision = precision_of(opcode)
+    if precision in ("fp64", "int8"):
+        peak = gpu.value("tensor_int8_ops_per_clk_per_sm" if precision == "int8" else "tensor_fp64_flops_per_clk_per_sm")
+        if not peak or precision == "fp64" or kind != "mma_sync":
+            return peak
+        measured, vendor = gpu.value("tensor_mma_sync_fp16_flops_per_clk_per_sm"), gpu.value("tensor_fp16_flops_per_clk_per_sm")
+        return peak * measured / vendor if measured and vendor else peak
+    if precision == "tf32":
+        precision = "fp16"
     measured = [f"tensor_{kind}_{precision}_flops_per_clk_per_sm", f"tensor_{kind}_fp16_flops_per_clk_per_sm"]
     if kind == "tcgen05" and precision == "bf16":
         measured = measured[1:]  # one measured tcgen05 rate: the fp16 one (microbench/cuda/sm100)

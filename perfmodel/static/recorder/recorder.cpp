@@ -12,6 +12,8 @@
 //   PERFMODEL_RECORD_SPEC    kernel table: "K <mangled> <regs> <static smem> <local> <nparams> <size>..."
 //                            and device lines "D <key> <value>" describing the target GPU
 //   PERFMODEL_RECORD_MAX_BYTES  cap on the total bytes of buffer snapshots (default 512 MiB)
+//   PERFMODEL_RECORD_AFTER_FIRST_LAUNCH_S  end the program this many seconds after its first launch
+//                            (writing {"ev":"stopped"}): what follows a launch adds little to discovery
 //
 // Lines written: {"ev":"start"}, {"ev":"alloc",...}, {"ev":"free",...}, {"ev":"launch",...},
 // {"ev":"library","seq":N,"library":"cuBLAS","name":"cublasSgemm_v2"} (a call into a CUDA library,
@@ -36,9 +38,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -71,7 +76,13 @@ struct Buffer {
   // launches; while unchanged, every other time less often (timing loops of thousands of
   // launches on large managed buffers), and at once after a write through the runtime
   long next_check = 0, interval = 1, checked_version = -1;
+  // pointers the snapshot holds: 8-byte aligned words that point into a buffer, as
+  // (offset, buffer id, offset in it): arrays of device pointers, structs with pointers
+  struct Target { size_t at; long id; size_t offset; };
+  std::vector<Target> saved_pointers;
+  bool pointers_cut = false;  // more than kMaxPointers: the rest are not listed
 };
+constexpr size_t kMaxPointers = 65536;
 
 // Globals live in one never-destroyed object built on first use: nvcc's registration code runs
 // from static initializers, possibly before this file's own globals would be constructed.
@@ -262,6 +273,42 @@ uint64_t hash_bytes(const char* p, size_t n) {
 }
 
 // The buffer's state at a launch, as a JSON object (snapshot written when needed).
+// The 8-byte aligned words of B's bytes that point into a buffer. Only words that can be a user-space
+// pointer (below 2^47) inside the span of all buffers are looked up: a snapshot of data (random keys,
+// floats) costs a shift and two compares per word.
+void scan_pointers(Buffer* b) {
+  b->saved_pointers.clear();
+  b->pointers_cut = false;
+  if (g_buffers.empty() || b->size < 8) return;
+  uintptr_t lo = g_buffers.begin()->first;
+  Buffer* last = g_buffers.rbegin()->second;
+  uintptr_t hi = g_buffers.rbegin()->first + last->size;
+  const char* p = b->base;
+  size_t start = (8 - (reinterpret_cast<uintptr_t>(p) & 7)) & 7;
+  for (size_t at = start; at + 8 <= b->size; at += 8) {
+    uintptr_t w;
+    std::memcpy(&w, p + at, 8);
+    if ((w >> 47) != 0 || w < lo || w >= hi) continue;
+    Buffer* t = find_buffer(reinterpret_cast<const void*>(w));
+    if (!t) continue;
+    if (b->saved_pointers.size() >= kMaxPointers) {
+      b->pointers_cut = true;
+      return;
+    }
+    b->saved_pointers.push_back({at, t->id, size_t(w - reinterpret_cast<uintptr_t>(t->base))});
+  }
+}
+
+std::string pointers_json(Buffer* b) {
+  if (b->saved_pointers.empty()) return "";
+  std::string s = ",\"pointers\":[";
+  for (size_t i = 0; i < b->saved_pointers.size(); ++i) {
+    const Buffer::Target& t = b->saved_pointers[i];
+    s += (i ? "," : "") + fmt("[%zu,%ld,%zu]", t.at, t.id, t.offset);
+  }
+  return s + "]" + (b->pointers_cut ? ",\"pointers_cut\":true" : "");
+}
+
 std::string buffer_state(Buffer* b) {
   std::string head = fmt("{\"id\":%ld,\"size\":%zu,\"kind\":\"%s\"", b->id, b->size, b->kind.c_str());
   if (!b->name.empty()) head += ",\"name\":" + json_str(b->name);
@@ -302,9 +349,10 @@ std::string buffer_state(Buffer* b) {
     b->saved_hash = h;
     b->saved_file = name;
     b->skipped = false;
+    scan_pointers(b);
   }
   if (b->skipped) return head + fmt(",\"content\":\"skipped\",\"reason\":\"snapshot cap of %zu bytes reached\"}", g_cap);
-  return head + ",\"content\":\"file\",\"file\":" + json_str(b->saved_file) + "}";
+  return head + ",\"content\":\"file\",\"file\":" + json_str(b->saved_file) + pointers_json(b) + "}";
 }
 
 std::string demangle(const std::string& m) {
@@ -319,6 +367,8 @@ KernelInfo* kernel_of(const void* func) {
   auto it = g_kernels.find(func);
   return it == g_kernels.end() ? nullptr : &it->second;
 }
+
+void launched();
 
 // Writes a launch line now, or keeps it in a graph: the one given, or the one its stream is being captured into.
 cudaError_t record_launch(const void* func, dim3 grid, dim3 block, void** args, size_t smem, void* stream, long graph = 0) {
@@ -384,18 +434,54 @@ cudaError_t record_launch(const void* func, dim3 grid, dim3 block, void** args, 
     for (Buffer* u : used) seen |= u == b;
     if (b->kind == "symbol" && b->written && !seen) used.push_back(b);
   }
+  // the states, and with them the buffers that the snapshots' pointers point into (a tree of
+  // nodes, an array of pointers: their targets are the launch's buffers too)
   s += ",\"buffers\":[";
-  for (size_t i = 0; i < used.size(); ++i) s += (i ? "," : "") + buffer_state(used[i]);
+  std::map<long, Buffer*> by_id;
+  std::set<Buffer*> listed(used.begin(), used.end());
+  for (size_t i = 0; i < used.size(); ++i) {
+    s += (i ? "," : "") + buffer_state(used[i]);
+    if (used[i]->saved_pointers.empty() || used[i]->skipped) continue;
+    if (by_id.empty())
+      for (auto& kv : g_buffers) by_id[kv.second->id] = kv.second;
+    for (const Buffer::Target& t : used[i]->saved_pointers) {
+      auto found = by_id.find(t.id);
+      if (found != by_id.end() && listed.insert(found->second).second) used.push_back(found->second);
+    }
+  }
   s += "]}";
   if (graph) g_graphs[graph].push_back(s);
-  else out_line(s);
+  else {
+    out_line(s);
+    launched();
+  }
   if (err != cudaSuccess) g_last_error = err;
   return err;
+}
+
+// After the first launch written, a watchdog thread ends the program once
+// PERFMODEL_RECORD_AFTER_FIRST_LAUNCH_S have passed: a program that computes on the host for long
+// before launching gets the whole time limit for that, while its timing loops and result checks
+// after the launches do not keep discovery waiting.
+void launched() {
+  static bool armed = false;
+  if (armed) return;
+  armed = true;
+  const char* limit = std::getenv("PERFMODEL_RECORD_AFTER_FIRST_LAUNCH_S");
+  double seconds = limit ? std::atof(limit) : 0.0;
+  if (seconds <= 0) return;
+  std::thread([seconds] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    std::lock_guard<std::recursive_mutex> l(g_mu);
+    out_line(fmt("{\"ev\":\"stopped\",\"after_first_launch_s\":%g,\"launches\":%ld}", seconds, g_seq));
+    std::_Exit(0);
+  }).detach();
 }
 
 // A graph's launches, written as if launched now (each with a sequence number of its own).
 void replay_graph(long graph) {
   for (const std::string& body : g_graphs[graph]) out_line(fmt("{\"ev\":\"launch\",\"seq\":%ld,", g_seq++) + body);
+  if (!g_graphs[graph].empty()) launched();
 }
 
 long new_handle() { return ++g_next_handle; }
@@ -913,6 +999,21 @@ cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, con
   if (node) *node = reinterpret_cast<cudaGraphNode_t>(uintptr_t(new_handle()));
   return record_launch(p->func, p->gridDim, p->blockDim, p->kernelParams, p->sharedMemBytes, nullptr,
                        long(reinterpret_cast<uintptr_t>(graph)));
+}
+// Graph memory nodes: the allocation is made when the node is added (its address stays fixed across
+// instantiations and launches, as the runtime promises) and kept: a free node only ends its use.
+cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* node, cudaGraph_t, const cudaGraphNode_t*, size_t,
+                                     cudaMemAllocNodeParams* p) {
+  if (!p) return g_last_error = cudaErrorInvalidValue;
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  start();
+  if (node) *node = reinterpret_cast<cudaGraphNode_t>(uintptr_t(new_handle()));
+  return alloc(&p->dptr, p->bytesize, "device");
+}
+cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t* node, cudaGraph_t, const cudaGraphNode_t*, size_t, void*) {
+  std::lock_guard<std::recursive_mutex> l(g_mu);
+  if (node) *node = reinterpret_cast<cudaGraphNode_t>(uintptr_t(new_handle()));
+  return cudaSuccess;
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
   std::lock_guard<std::recursive_mutex> l(g_mu);
