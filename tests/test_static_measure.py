@@ -211,9 +211,10 @@ def test_compare_command_line_errors(tmp_path: Path):
     assert result.returncode == 2 and "--bundle needs --root" in result.stderr
 
 
-def test_a_run_past_its_time_is_killed_and_the_deadline_skips_the_rest(tmp_path: Path):
-    """ncu stand-in that never ends: each run is killed at its limit (with the program it
-    started), and once the deadline is near the runs left are recorded as skipped."""
+def test_a_run_past_its_time_is_stopped_and_the_deadline_skips_the_rest(tmp_path: Path):
+    """The program an ncu stand-in runs never ends: at the run's limit the program is stopped
+    (not ncu), and ncu prints what it profiled until then, as the real one does when its target
+    exits; once the deadline is near, the runs left are recorded as skipped."""
     import time
 
     manifest, predictions = _fake_repository(tmp_path / "src")
@@ -223,7 +224,13 @@ def test_a_run_past_its_time_is_killed_and_the_deadline_skips_the_rest(tmp_path:
     tools.mkdir()
     _executable(tools / "nvcc", f"#!{sys.executable}\nimport sys\nargs = sys.argv[1:]\n"
                                 "open(args[args.index('-o') + 1], 'w').write('#!/bin/sh\\nexit 0\\n')\n")
-    _executable(tools / "ncu", f"#!{sys.executable}\nimport subprocess, time\nsubprocess.Popen(['sleep', '300'])\ntime.sleep(300)\n")
+    header = '"ID","Kernel Name","Block Size","Grid Size","Metric Name","Metric Unit","Metric Value"'
+    _executable(tools / "ncu", f"""#!{sys.executable}
+import subprocess
+subprocess.Popen(["sleep", "300"]).wait()  # the program, until it is stopped
+print({header!r})
+print('"0","_Z1kPf","(256, 1, 1)","(4, 1, 1)","gpu__time_duration.sum","nsecond","1500"')
+""")
     env = dict(os.environ, PATH=f"{tools}{os.pathsep}{os.environ['PATH']}")
     times = tmp_path / "times.json"
     start = time.monotonic()
@@ -233,5 +240,7 @@ def test_a_run_past_its_time_is_killed_and_the_deadline_skips_the_rest(tmp_path:
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - start < 60
     runs = json.loads(times.read_text())["runs"]
-    assert runs["demo/prog"]["status"] == "failed" and runs["demo/prog"]["problem"] == "killed after 2 s"
+    first = runs["demo/prog"]
+    assert first["status"] == "measured" and first["problem"] == "stopped after 2 s"
+    assert [(k["kernel"], k["median_ns"]) for k in first["kernels"]] == [("_Z1kPf", 1500.0)]
     assert runs["demo/prog 2"]["status"] == "skipped" and "deadline" in runs["demo/prog 2"]["problem"]

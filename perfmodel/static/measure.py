@@ -45,6 +45,7 @@ main()'s --measure branch uses the standard library, and the project is imported
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -66,7 +67,8 @@ SCRIPT = "measure.py"
 NCU_METRIC = "gpu__time_duration.sum"
 LAUNCHES_PER_CONFIGURATION = 5
 COMPILE_TIMEOUT_S = 600
-RUN_TIMEOUT_S = 60  # one program run under ncu (its own host work included)
+RUN_TIMEOUT_S = 90  # one program run under ncu (its own host work included: llm.c's CPU references)
+GRACE_S = 20  # for ncu to print what it profiled once the program it runs is stopped
 DEADLINE_S = 450  # the whole --measure, compile included: 7.5 of the 8 minutes one GPU call allows
 LIBRARIES = ["-lcublas", "-lcublasLt", "-lcurand", "-lcufft", "-lcusparse"]
 RDC_NEEDED = ("separate compilation mode", "relocatable device code")
@@ -169,18 +171,45 @@ def compile_program(nvcc: str, bundle: Path, program: dict, out: Path) -> tuple[
     return False, " | ".join(log.splitlines()[-3:])[:600], time.monotonic() - start
 
 
+def _group_members(group: int) -> list[int]:
+    """The processes of a process group but its leader (Linux /proc)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == group:
+            continue
+        try:
+            stat = Path("/proc", entry, "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()  # after "(comm)": state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(group):
+            members.append(int(entry))
+    return members
+
+
 def _run(cmd: list[str], cwd: Path, timeout: float, env: dict[str, str]) -> tuple[str, str]:
-    """(stdout, problem): problem is "" when the command finished, else why it did not. A
-    command past its time is killed with its whole process group (ncu and the program it
-    runs: a program left behind would hold the GPU for the next run)."""
+    """(stdout, problem): problem is "" when the command finished, else why it did not. A run
+    past its time has the program ncu runs stopped first (SIGTERM to every process of its
+    group but ncu), so that ncu prints what it profiled until then; whatever is left after
+    GRACE_S is killed with the whole group (a program left behind would hold the GPU)."""
     p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        return out or "", f"killed after {timeout:g} s"
+        for pid in _group_members(p.pid):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+        try:
+            out, _ = p.communicate(timeout=GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+        with contextlib.suppress(OSError):
+            os.killpg(p.pid, signal.SIGKILL)  # anything the program left running
+        return out or "", f"stopped after {timeout:g} s"
     problem = "" if p.returncode == 0 else f"exit status {p.returncode}: {' | '.join((err or out).strip().splitlines()[-2:])[:300]}"
     return out, problem
 
@@ -245,7 +274,8 @@ def measure(bundle: Path, out: Path, deadline_s: float = DEADLINE_S, run_timeout
                "seconds": round(time.monotonic() - begin, 1), "runs": results}
         out.write_text(json.dumps(doc, indent=1) + "\n")
 
-    with ThreadPoolExecutor(jobs or os.cpu_count() or 4) as compilers:
+    # every core but two compiles; the two are for the program being timed (llm.c's CPU references)
+    with ThreadPoolExecutor(jobs or max(1, (os.cpu_count() or 4) - 2)) as compilers:
         builds = {key: compilers.submit(compile_program, nvcc, bundle, program, build / f"program{index}")
                   for index, (key, program) in enumerate(programs.items())}
         queue = list(todo)
