@@ -29,6 +29,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -191,11 +192,21 @@ def section(manifest: dict | None = None, measured: dict | None = None) -> list[
     runs = (measured or {}).get("runs", {})
     if measured:
         o = measured["overall"]
+        rows = [c for r in runs.values() for c in r.get("configurations", [])]
+        long = [c for c in rows if c["measured_ns"] >= 5000]
+        floor = min((c["measured_ns"] for c in rows), default=None)
         error = (f"Against the H100 ({', '.join(o['gpus']) or 'GPU'}; Nsight Compute's gpu__time_duration of up to "
                  f"5 launches per configuration after a clean cache flush, default clocks: `{o['tool']}`): "
                  f"{o['configurations']} of the {o['predicted']} predicted configurations were measured, in "
                  f"{o['runs_measured']} of {o['runs']} runs; median APE {_percent(o['median_ape'])}, p90 "
-                 f"{_percent(o['p90_ape'])}, median signed error {_percent(o['median_signed'])} (per run in the table).")
+                 f"{_percent(o['p90_ape'])}, median signed error {_percent(o['median_signed'])} (per run in the table)"
+                 + (f"; on the {len(long)} configurations of 5 us and more: median APE "
+                    f"{_percent(statistics.median(c['ape'] for c in long))}, median signed error "
+                    f"{_percent(statistics.median(c['signed'] for c in long))}" if long else "")
+                 + (f". The shortest measured kernel took {floor:,.0f} ns under ncu, where the model's fixed cost of a "
+                    "kernel is a CUPTI duration (kernel_fixed_ns): ncu's durations of tiny kernels are longer, and "
+                    "kernels that spin on %clock or wait for the host are not modelled" if floor is not None else "")
+                 + ".")
     else:
         error = ("No H100 timings of these programs are recorded yet, so no error is given: "
                  "perfmodel/static/measure.py makes them (below).")

@@ -27,10 +27,14 @@ under
 left as they are; at most 5 launches per grid/block/shared-memory configuration, so that timing
 loops of thousands of launches stay short). A configuration predicted but not profiled (ncu
 counts per configuration, not per kernel: another kernel of the same shape may have used up its
-5) is profiled in a second pass of that run, filtered to its kernel. Each run has a time limit,
-and the whole measurement a deadline after which the runs left are recorded as skipped (rerun
-with --resume to do them). times.json holds, per run, the median duration of each kernel
-(mangled name), grid and block, with every sample.
+5) is profiled in a second pass of that run, filtered to its kernel. Each run has a time limit
+(--run-timeout, 90 s: llm.c's CPU references take most of it), after which its program is
+stopped and what ncu profiled until then is kept, and the whole measurement a deadline
+(--deadline, 450 s) after which the runs left are recorded as skipped: --resume with the same
+--out does them (and the failed ones) in another call. Runs go one at a time per GPU, on every
+GPU nvidia-smi lists (CUDA_VISIBLE_DEVICES per worker): timings of runs sharing a GPU would
+disturb each other. times.json holds, per run, the median duration of each kernel (mangled
+name), grid and block, with every sample.
 
 --compare matches each predicted configuration (perfmodel/static/corpus_predictions.json, written
 by `python -m perfmodel.static.corpus --write`) with the measured median of the same kernel, grid
