@@ -42,8 +42,6 @@ FORK = multiprocessing.get_context("fork")
 _MAX_FUNCTION_BYTES = 1 << 26
 # A kept read of an action that has no per-instruction counters.
 _ABSENT = object()
-# Workers per report: decoding actions side by side pays on 2 cores; more cost memory.
-MAX_WORKERS = 2
 # A worker past this is ended after its answer (what the native reader decoded is never freed).
 WORKER_RSS_LIMIT_BYTES = 768 << 20
 
@@ -91,9 +89,9 @@ def quiet_worker() -> None:
     faulthandler.disable()
 
 
-def worker_pool(workers: int = 1) -> ProcessPoolExecutor:
-    """Forked workers for native reads (forked: the report and the reader need no pickling)."""
-    return ProcessPoolExecutor(workers, mp_context=FORK, initializer=quiet_worker)
+def worker_pool() -> ProcessPoolExecutor:
+    """A forked worker for native reads (forked: the report and the reader need no pickling)."""
+    return ProcessPoolExecutor(1, mp_context=FORK, initializer=quiet_worker)
 
 
 class NativeReport:
@@ -109,15 +107,16 @@ class NativeReport:
     removed.
     """
 
-    def __init__(self, path: Path, plain: Path, workers: int | None = None) -> None:
+    def __init__(self, path: Path, plain: Path, workers: int) -> None:
+        """At most `workers` worker processes (:meth:`use_workers` lowers it once the reader knows
+        the report's size)."""
         self.path = path
         self.plain = plain
         # Each action's code (launches with the same key run the same SASS): they share a
         # worker, one warm-up and one disassembly. The reader fills it in once it knows.
         self.code: dict[tuple[int, int], Hashable] = {}
         self._lock = threading.Lock()
-        count = workers or max(1, min(MAX_WORKERS, os.cpu_count() or 1))
-        self._pools: list[ProcessPoolExecutor | None] = [None] * count  # the finalizer holds the list, not self
+        self._pools: list[ProcessPoolExecutor | None] = [None] * max(1, workers)  # the finalizer holds the list, not self
         self._slots: dict[Hashable, int] = {}
         # Reads asked for ahead, and reads answered, per action: later reads of the columns they hold are served from them.
         self._pending: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, int, Future]]] = {}
