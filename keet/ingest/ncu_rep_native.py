@@ -83,15 +83,49 @@ def first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def quiet_worker() -> None:
-    """A worker's native abort is reported as a corrupt report: no fault-handler dump (pytest and
-    PYTHONFAULTHANDLER enable one, inherited through fork) on the user's terminal."""
+def _open_files() -> dict[int, tuple[int, int]]:
+    """This process's open file descriptors, each with the (device, inode) it refers to."""
+    files = {}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            status = os.fstat(int(name))
+        except OSError:  # the descriptor listdir itself used, closed since
+            continue
+        files[int(name)] = (status.st_dev, status.st_ino)
+    return files
+
+
+def _start_worker(inherited: dict[int, tuple[int, int]]) -> None:
+    """A worker's setup: no fault-handler dump on a native abort (pytest and PYTHONFAULTHANDLER
+    enable one, inherited through fork): it is reported as a corrupt report; and none of the
+    files its owner had open when the worker was made, but stdin/out/err, stays open in it.
+
+    A worker lives as long as its report, and a pipe it inherited stays open that long: a host
+    program's pipe to a child of its own (Playwright's to its browser driver, a shell's to a
+    pager) would never see end-of-file, and that child would never exit. Each such descriptor is
+    pointed at /dev/null (not closed, so that no Python object of the owner's that the worker
+    holds can close a number reused for the worker's own pipes), and only while it still refers
+    to the same file: a number closed and reused since, by the pool's pipes, is kept."""
     faulthandler.disable()
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for fd, identity in inherited.items():
+            if fd <= 2 or fd == null:
+                continue
+            try:
+                status = os.fstat(fd)
+            except OSError:
+                continue
+            if (status.st_dev, status.st_ino) == identity:
+                os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def worker_pool() -> ProcessPoolExecutor:
-    """A forked worker for native reads (forked: the report and the reader need no pickling)."""
-    return ProcessPoolExecutor(1, mp_context=FORK, initializer=quiet_worker)
+    """A forked worker for native reads (forked: the report and the reader need no pickling).
+    Made right before its first task, so that the files open now are those open when it forks."""
+    return ProcessPoolExecutor(1, mp_context=FORK, initializer=_start_worker, initargs=(_open_files(),))
 
 
 class NativeReport:

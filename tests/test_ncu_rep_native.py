@@ -1,0 +1,80 @@
+"""The native reader's worker processes (keet/ingest/ncu_rep_native.py): they answer the kernels'
+later reads, end with their report, are replaced when they grow too large, and hold none of
+their owner's files open."""
+
+from __future__ import annotations
+
+import gc
+import os
+import select
+from pathlib import Path
+
+from keet import load_profile
+from keet.ingest import ncu_rep_native
+
+REPORT = Path(__file__).parent / "data" / "ncu" / "v100_miniweather_divtomult.ncu-rep.xz"
+
+
+def _children() -> set[int]:
+    tasks = Path(f"/proc/{os.getpid()}/task")
+    found: set[int] = set()
+    for task in tasks.iterdir():
+        found |= {int(pid) for pid in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    """Those of pids still running (not zombies waiting to be reaped)."""
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
+
+
+def test_a_pipe_the_host_holds_is_not_kept_open_by_the_workers():
+    """A host program's pipe to a child of its own (Playwright's to its browser driver) must see
+    end-of-file when the host closes it, while a report's workers live on."""
+    read_end, write_end = os.pipe()
+    try:
+        profile = load_profile(REPORT)
+        assert profile.kernels[0].source is not None  # a later read: the workers are running
+        os.close(write_end)
+        write_end = -1
+        ready, _, _ = select.select([read_end], [], [], 10)
+        assert ready and os.read(read_end, 1) == b"", "a report worker holds the host's pipe open"
+        assert profile.kernels[0].source is not None  # and the workers still answer
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+def test_workers_end_when_the_profile_is_collected():
+    before = _children()
+    profile = load_profile(REPORT)
+    assert profile.kernels[0].source is not None
+    workers = _children() - before
+    assert workers, "the source read ran in no worker"
+    del profile
+    gc.collect()
+    for _ in range(100):
+        if not _alive(workers):
+            break
+        select.select([], [], [], 0.1)
+    assert not _alive(workers)
+
+
+def test_a_worker_past_its_memory_limit_is_replaced_and_reads_go_on(monkeypatch):
+    monkeypatch.setattr(ncu_rep_native, "WORKER_RSS_LIMIT_BYTES", 0)  # every answer retires its worker
+    profile = load_profile(REPORT)
+    first = profile.kernels[0].source
+    assert first is not None and len(first.instructions)
+    before = _children()
+    again = profile.kernels[-1].source
+    assert again is not None and len(again.instructions)
+    assert _children() - before, "no new worker answered after the old one was retired"
