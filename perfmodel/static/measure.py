@@ -266,6 +266,8 @@ def measure(bundle: Path, out: Path, deadline_s: float = DEADLINE_S, run_timeout
     done = json.loads(out.read_text())["runs"] if resume and out.is_file() else {}
     todo = [(program, run) for program in manifest["programs"] for run in program["runs"]
             if (not only or run["id"] in only) and done.get(run["id"], {}).get("status") != "measured"]
+    # runs never tried before those that failed (a failure is often a run that hits its time limit again)
+    todo.sort(key=lambda entry: done.get(entry[1]["id"], {}).get("status") in ("failed", "compile failed"))
     programs = {id(program): program for program, _ in todo}
     # the executables go to a scratch folder, not beside times.json (which is carried back)
     build = Path(tempfile.mkdtemp(prefix="corpus-build-"))
