@@ -219,7 +219,7 @@ class NativeReport:
         with self._lock:
             pool, self._pools[slot] = self._pools[slot], None
         if pool is not None:
-            pool.shutdown(wait=False)  # reads already asked of it are answered, then it ends
+            _end_pool(pool, cancel=False)  # reads already asked of it are answered, then it ends
 
     def _key(self, position: tuple[int, int]) -> Hashable:
         return self.code.get(position, position)
@@ -344,6 +344,35 @@ def _forget_workers_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_workers_in_child)
 
 
+# Pools being ended, each by a thread of its own: ending one waits for its worker to exit (tens of
+# milliseconds) and the caller need not. At interpreter exit they are waited for before
+# concurrent.futures' own exit hook runs: that hook wakes every pool's manager thread, and a pool
+# whose manager is closing at that moment raises EBADF from the hook (CPython 3.11's
+# _ThreadWakeup has no lock), printed as "Exception ignored" on the user's terminal.
+_ENDING: set[threading.Thread] = set()
+
+
+def _end_pool(pool: ProcessPoolExecutor, cancel: bool) -> None:
+    def end() -> None:
+        try:
+            pool.shutdown(wait=True, cancel_futures=cancel)
+        finally:
+            _ENDING.discard(thread)
+
+    thread = threading.Thread(target=end, name="keet-native-end", daemon=True)
+    _ENDING.add(thread)
+    thread.start()
+
+
+def _wait_for_ending_pools() -> None:
+    for thread in list(_ENDING):
+        thread.join()
+
+
+# registered after concurrent.futures.process's hook (imported above), so run before it
+threading._register_atexit(_wait_for_ending_pools)  # noqa: SLF001 - the only hook that runs before that one
+
+
 def _close(pools: list[ProcessPoolExecutor | None], copy: Path | None, owner: int) -> None:
     """End a report's workers and remove its decompressed copy, only in the process that made them:
     forked workers hold copies of the objects, and collecting those must not touch the parent's."""
@@ -351,7 +380,7 @@ def _close(pools: list[ProcessPoolExecutor | None], copy: Path | None, owner: in
         return
     for index, pool in enumerate(pools):
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            _end_pool(pool, cancel=True)
             pools[index] = None
     if copy is not None:
         copy.unlink(missing_ok=True)
