@@ -118,6 +118,18 @@ def test_the_launch_context_changes_what_is_predicted_and_says_which():
         predict(hw, small, "warm")
 
 
+def test_the_ncu_context_is_a_clean_launch_as_nsight_compute_spans_it():
+    small = streaming(16 * 2**20)
+    for gpu_id in ("h100", "h200"):
+        hw = gpu(gpu_id)
+        clean, ncu = predict(hw, small, "isolated-clean"), predict(hw, small, "ncu")
+        assert ncu.predicted_ns == pytest.approx(clean.predicted_ns + hw.require("ncu_overhead_ns"))
+        assert ncu.as_dict()["context"] == "ncu" and ncu.breakdown["ncu"] == pytest.approx(hw.require("ncu_overhead_ns"))
+    # a GPU whose file has no such measurement gets no plain ncu prediction
+    assert gpu("mi300x").value("ncu_overhead_ns") is None
+    assert predict(gpu("mi300x"), small, "ncu").lower_bound
+
+
 def test_an_empty_kernel_costs_the_fixed_launch_and_its_blocks():
     hw = gpu("h100")
     tiny = dataclasses.replace(work(instructions=10), grid_blocks=1)

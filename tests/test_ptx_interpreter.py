@@ -641,3 +641,30 @@ def test_surfaces_tf32_rounding_and_dependent_launch_control():
     # 0x3F8AB800: the 13 low bits 0x1800 are over half a TF32 ulp: up to 0x3F8AC000 (rna), cut to 0x3F8AA000 (rz)
     assert (got[:, 1] == 0x3F8AC000).all() and (got[:, 2] == 0x3F8AA000).all()
     assert any("surface loads" in m for m in work["missing"]) and any("surface stores" in m for m in work["missing"])
+
+
+def test_a_wait_on_the_clock_is_a_lower_bound_and_timing_a_stretch_is_not():
+    """A warp that reads %clock64 until a number of cycles has passed waits: that time is the
+    kernel's, and the interpreter's fast clock cannot give it, so the prediction is a lower bound.
+    Two reads around some work (the clock sample's timing) wait for nothing."""
+    wait = """
+.visible .entry spin(.param .u64 cycles)
+{
+  .reg .pred %p<2>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [cycles];
+  mov.u64 %rd2, %clock64;
+$L_wait:
+  mov.u64 %rd3, %clock64;
+  sub.s64 %rd4, %rd3, %rd2;
+  setp.lt.s64 %p1, %rd4, %rd1;
+  @%p1 bra $L_wait;
+  ret;
+}
+"""
+    for cycles in (10_000_000, 1_000):  # a short wait too: the fast clock ends it at its first turn
+        work = count_work(parse(wait).kernels["spin"], (1,), (32,), [cycles], {})
+        assert any("waits on the clock" in m for m in work["missing"]), work["missing"]
+    timed = wait.replace("@%p1 bra $L_wait;", "")
+    work = count_work(parse(timed).kernels["spin"], (1,), (32,), [10_000_000], {})
+    assert not work["missing"]

@@ -48,7 +48,7 @@ VALIDATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
 SECTION_TITLE = "## Open-source CUDA programs, predicted from source"
 # The measurement the predictions are for: Nsight Compute's duration of one launch after its
 # clean cache flush (ncu --cache-control all), at default clocks: what measure.py records
-CONTEXT = "isolated-clean"
+CONTEXT = "ncu"  # the times it is compared with are Nsight Compute's (perfmodel/static/measure.py)
 LIBRARY_HEADERS = "@library-headers"
 TIMEOUT_S = 1800  # wall time of one run on a 2-core machine shared with other work: the tensor-core GEMM samples interpret persistent kernels for minutes
 RESULT_KEYS = ("status", "configurations", "predicted", "lower_bounds", "library_calls", "device_configurations",
@@ -203,9 +203,9 @@ def section(manifest: dict | None = None, measured: dict | None = None) -> list[
                  + (f"; on the {len(long)} configurations of 5 us and more: median APE "
                     f"{_percent(statistics.median(c['ape'] for c in long))}, median signed error "
                     f"{_percent(statistics.median(c['signed'] for c in long))}" if long else "")
-                 + (f". The shortest measured kernel took {floor:,.0f} ns under ncu, where the model's fixed cost of a "
-                    "kernel is a CUPTI duration (kernel_fixed_ns): ncu's durations of tiny kernels are longer, and "
-                    "kernels that spin on %clock or wait for the host are not modelled" if floor is not None else "")
+                 + (f". The shortest measured kernel took {floor:,.0f} ns under ncu; the predictions are for that "
+                    "measurement (the ncu context: kernel_fixed_ns + ncu_overhead_ns for an empty kernel). Kernels "
+                    "that spin on %clock or wait for the host are not modelled" if floor is not None else "")
                  + ".")
     else:
         error = ("No H100 timings of these programs are recorded yet, so no error is given: "

@@ -817,6 +817,7 @@ class Interpreter:
         self.memory = buffers if isinstance(buffers, Memory) else Memory(buffers or {})
         self._workspace: tuple[int, int] | None = None
         self._clock = 0
+        self._loops: list[tuple[int, int]] | None = None  # (first, last) instruction index of each backward branch's span
         notes: list[str] = []
         if any(isinstance(o, Reg) and o.name.startswith("%envreg") for inst in kernel.instructions for o in inst.operands):
             self.memory.add(GRID_WORKSPACE, np.zeros(64, np.uint8))
@@ -908,15 +909,19 @@ class Interpreter:
         arg_at = [self._call_params[a] - self._call_base for a in params]
         kind = DEVICE_RUNTIME_CALLS.get(callee)
         if kind is None:
-            self.approximations.add(f"calls {callee}: done as nothing (no output, no time)")
+            self.approximations.add(f"calls {callee}: done as nothing (no output)")
+            unseen = f"{callee}'s own time (printf and assert are done as nothing)"
         else:
-            self.approximations.add("device runtime calls (device-side launches, cudaMalloc, malloc, streams): carried out, "
-                                    "their own time on the GPU not modelled")
+            self.approximations.add("device runtime calls (device-side launches, cudaMalloc, malloc, streams): carried out")
+            unseen = ("the device runtime calls' own time (device heap, device-side launches: a parent grid ends after "
+                      "the grids it launched)")
 
         def call(w, b, mask):
             lanes = np.nonzero(mask)[0]
             if not len(lanes):
                 return
+            # a call that runs takes time on the GPU that is not counted: the prediction is a lower bound that says so
+            self.missing.add(unseen)
             slab = self._slab(w)
             result = np.zeros((len(lanes), 8), dtype=np.uint8)  # 0: cudaSuccess, or a null pointer
             if kind is not None:
@@ -1065,6 +1070,15 @@ class Interpreter:
             raise UnsupportedInstruction(inst, f"symbol operand {op.name}")
         raise UnsupportedInstruction(inst, f"operand {op}")
 
+    def _in_loop(self, inst: Instruction) -> bool:
+        """Whether the instruction lies in a loop: between a backward branch and its target."""
+        if self._loops is None:
+            self._loops = [(self.kernel.labels[op.name], j) for j, other in enumerate(self.kernel.instructions)
+                           if other.opcode == "bra" and other.operands and isinstance(op := other.operands[0], Sym)
+                           and self.kernel.labels.get(op.name, j + 1) <= j]
+        index = next(i for i, other in enumerate(self.kernel.instructions) if other is inst)
+        return any(start <= index <= end for start, end in self._loops)
+
     def _special(self, name: str, t: str, inst: Instruction):
         base, _, comp = name.partition(".")
         axis = {"x": 0, "y": 1, "z": 2}.get(comp)
@@ -1090,8 +1104,15 @@ class Interpreter:
             self.approximations.add(f"{name} is a fast clock ({CLOCK_PER_READ:,} more at each read): a kernel that waits "
                                     "for a time is predicted by the work of its few interpreted iterations, not the wait")
 
+            # A read inside a loop waits for a time to pass (the fast clock ends the loop at once, so
+            # the loop's count says nothing): that wait is the kernel's time, not counted, and the
+            # prediction is a lower bound. Reads outside loops time a stretch of work (the clock sample).
+            waits = self._in_loop(inst)
+
             def clock(w, b):
                 self._clock += CLOCK_PER_READ
+                if waits:
+                    self.missing.add(f"the time it waits on the clock (a loop reading {name} until a time has passed)")
                 return _as(np.full(self.L, self._clock, dtype=np.uint64), t)
             return clock
         if name in ("%dynamic_smem_size", "%total_smem_size"):

@@ -20,11 +20,14 @@ ISOLATED = "isolated"  # one launch after the caches were flushed by writing (tr
 ISOLATED_CLEAN = "isolated-clean"  # one launch after a clean flush (Nsight Compute's cache control)
 BACK_TO_BACK = "back-to-back"  # the launch repeated on a stream: warm caches
 EVENT = "event"  # CUDA events around one launch after a clean flush (the zoo harness): launch latency included
+NCU = "ncu"  # one launch replayed by Nsight Compute after its clean flush: its gpu__time_duration
 CONTEXTS = {
     ISOLATED: "one launch, caches flushed by writing a large buffer (triton.testing.do_bench): CUPTI kernel duration",
     ISOLATED_CLEAN: "one launch, caches flushed clean (Nsight Compute --cache-control all): CUPTI kernel duration",
     BACK_TO_BACK: "the launch repeated back to back on a stream, caches warm: CUPTI kernel duration",
     EVENT: "one launch after a clean flush, timed by CUDA events around it: launch latency included",
+    NCU: ("one launch profiled by Nsight Compute (--cache-control all): its gpu__time_duration, which spans more "
+          "than the CUPTI duration of the same launch"),
 }
 
 

@@ -1,13 +1,15 @@
 """Launch: what every kernel pays besides its work. A kernel's CUPTI duration starts and ends with
 a fixed cost (kernel_fixed_ns: an empty one-block kernel's duration); blocks start at a measured
 rate (block_dispatch_ns per block: a kernel of many short blocks is bound by it); CUDA events around
-one launch add the launch latency (event_overhead_ns) to what they read."""
+one launch add the launch latency (event_overhead_ns) to what they read; Nsight Compute's
+gpu__time_duration of a launch spans a fixed stretch more than its CUPTI duration
+(ncu_overhead_ns: about 1.4 us on an H100, the whole of a tiny kernel's reported time)."""
 
 from __future__ import annotations
 
-from perfmodel.terms.base import EVENT, Contribution, Launch
+from perfmodel.terms.base import EVENT, NCU, Contribution, Launch
 
-PARAMETERS = ("kernel_fixed_ns", "block_dispatch_ns", "event_overhead_ns")
+PARAMETERS = ("kernel_fixed_ns", "block_dispatch_ns", "event_overhead_ns", "ncu_overhead_ns")
 
 
 def evaluate(k: Launch) -> Contribution:
@@ -26,4 +28,9 @@ def evaluate(k: Launch) -> Contribution:
             out.overheads["event"] = event * 1e-9
         else:
             out.missing.append("event (event_overhead_ns)")
+    if k.context == NCU:
+        if (ncu := gpu.value("ncu_overhead_ns")) is not None:
+            out.overheads["ncu"] = ncu * 1e-9
+        else:
+            out.missing.append("ncu (ncu_overhead_ns)")
     return out
