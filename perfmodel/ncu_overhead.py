@@ -27,6 +27,7 @@ from pathlib import Path
 MANIFEST = Path(__file__).resolve().parents[1] / "profiles" / "corpus" / "manifest.json"
 SHORT_NS = 3000.0
 SPLIT = "dev"
+PARAMETER = "ncu_overhead_ns"
 
 
 def differences(gpu_id: str, manifest: Path = MANIFEST) -> list[float]:
@@ -56,7 +57,7 @@ def main() -> int:
     gpus = sorted({gpu_id for kernel in json.loads(MANIFEST.read_text())["kernels"] for gpu_id in kernel.get("measured", {})})
     for gpu_id in gpus:
         value, note = derive(gpu_id)
-        print(f"# {gpu_id}\n[params.ncu_overhead_ns]\nvalue = {value:.0f}\nunit = \"ns\"\nsource = \"derived\"\n"
+        print(f"# {gpu_id}\n[params.{PARAMETER}]\nvalue = {value:.0f}\nunit = \"ns\"\nsource = \"derived\"\n"
               f"ref = \"profiles/corpus/manifest.json: median(profiled_ns - isolated_ns), {SPLIT} split, "
               f"isolated_ns < {SHORT_NS:.0f}\"\nnote = \"{note}\"\n")
     return 0
