@@ -47,6 +47,7 @@ def test_keet_text_fits_80_columns(args: tuple) -> None:
     assert too_wide(run80(keet_cli, *args)) == []
 
 
+@pytest.mark.slow  # 28 s on 2 cores: every zoo profile explained
 def test_every_zoo_profile_fits_80_columns() -> None:
     assert len(NCU) >= 30
     for path in NCU:

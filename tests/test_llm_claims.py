@@ -37,6 +37,7 @@ def transpose_book() -> verify.FactBook:
     return book
 
 
+@pytest.mark.slow  # 13 to 35 s on 2 cores: every zoo kernel's claims
 def test_the_claim_set_is_large_balanced_and_regenerates_exactly(claims: list[dict]) -> None:
     assert len(claims) >= 300
     labels = [c["label"] for c in claims]
@@ -47,6 +48,7 @@ def test_the_claim_set_is_large_balanced_and_regenerates_exactly(claims: list[di
     assert generate(ROOT / "profiles") == claims  # deterministic, from the profiles alone
 
 
+@pytest.mark.slow  # 13 to 35 s on 2 cores: every zoo kernel's claims
 def test_held_back_fifth_meets_the_bar(claims: list[dict]) -> None:
     score = evaluate_claims(claims, ROOT / "profiles")["held_back"]
     assert score["misattributed"] >= 50 and score["correct"] >= 50
@@ -137,6 +139,7 @@ def natural() -> list[dict]:
     return load_claims(NATURAL)
 
 
+@pytest.mark.slow  # 13 to 35 s on 2 cores: every zoo kernel's claims
 def test_the_natural_set_is_apart_balanced_and_regenerates_exactly(natural: list[dict], claims: list[dict]) -> None:
     from keet.llm.claims_natural import generate_natural
     from keet.llm.claims_natural import held_back as natural_held_back
@@ -150,6 +153,7 @@ def test_the_natural_set_is_apart_balanced_and_regenerates_exactly(natural: list
     assert generate_natural(ROOT / "profiles") == natural  # deterministic, from the profiles and the model alone
 
 
+@pytest.mark.slow  # 13 to 35 s on 2 cores: every zoo kernel's claims
 def test_natural_held_back_fifth_meets_the_bar(natural: list[dict]) -> None:
     score = evaluate_claims(natural, ROOT / "profiles")["held_back"]
     assert score["misattributed"] >= 50 and score["correct"] >= 50
@@ -233,6 +237,7 @@ def test_a_number_after_the_word_kernel_is_still_a_claim() -> None:
     assert verify.extract_numbers("See kernel 3 for the rest.", 0, 0) == []  # a kernel's id
 
 
+@pytest.mark.slow  # 13 to 35 s on 2 cores: every zoo kernel's claims
 def test_the_natural_set_is_scored_by_llm_eval_claims(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
