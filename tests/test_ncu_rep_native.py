@@ -19,7 +19,10 @@ def _children() -> set[int]:
     tasks = Path(f"/proc/{os.getpid()}/task")
     found: set[int] = set()
     for task in tasks.iterdir():
-        found |= {int(pid) for pid in (task / "children").read_text().split()}
+        try:
+            found |= {int(pid) for pid in (task / "children").read_text().split()}
+        except FileNotFoundError:  # a thread that ended meanwhile (one ending a pool)
+            continue
     return found
 
 
