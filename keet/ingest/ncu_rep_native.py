@@ -84,9 +84,11 @@ def first_line(exc: BaseException) -> str:
 
 
 def _open_files() -> dict[int, tuple[int, int]]:
-    """This process's open file descriptors, each with the (device, inode) it refers to."""
-    files = {}
-    for name in os.listdir("/proc/self/fd"):
+    """This process's open file descriptors, each with the (device, inode) it refers to (none
+    where /proc does not list them: the workers then keep what they inherit)."""
+    files: dict[int, tuple[int, int]] = {}
+    names = os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []
+    for name in names:
         try:
             status = os.fstat(int(name))
         except OSError:  # the descriptor listdir itself used, closed since
@@ -369,8 +371,9 @@ def _wait_for_ending_pools() -> None:
         thread.join()
 
 
-# registered after concurrent.futures.process's hook (imported above), so run before it
-threading._register_atexit(_wait_for_ending_pools)  # noqa: SLF001 - the only hook that runs before that one
+# Registered after concurrent.futures.process's hook (imported above), so run before it: a private
+# threading function, the only exit hook that runs before that one.
+threading._register_atexit(_wait_for_ending_pools)
 
 
 def _close(pools: list[ProcessPoolExecutor | None], copy: Path | None, owner: int) -> None:
