@@ -48,7 +48,7 @@ VALIDATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
 SECTION_TITLE = "## Open-source CUDA programs, predicted from source"
 # The measurement the predictions are for: Nsight Compute's duration of one launch after its
 # clean cache flush (ncu --cache-control all), at default clocks: what measure.py records
-CONTEXT = "ncu"  # the times it is compared with are Nsight Compute's (perfmodel/static/measure.py)
+CONTEXT = "ncu"
 LIBRARY_HEADERS = "@library-headers"
 TIMEOUT_S = 1800  # wall time of one run on a 2-core machine shared with other work: the tensor-core GEMM samples interpret persistent kernels for minutes
 RESULT_KEYS = ("status", "configurations", "predicted", "lower_bounds", "library_calls", "device_configurations",

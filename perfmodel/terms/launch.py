@@ -3,7 +3,7 @@ a fixed cost (kernel_fixed_ns: an empty one-block kernel's duration); blocks sta
 rate (block_dispatch_ns per block: a kernel of many short blocks is bound by it); CUDA events around
 one launch add the launch latency (event_overhead_ns) to what they read; Nsight Compute's
 gpu__time_duration of a launch spans a fixed stretch more than its CUPTI duration
-(ncu_overhead_ns: about 1.4 us on an H100, the whole of a tiny kernel's reported time)."""
+(ncu_overhead_ns: about 1.3 us on an H100, more than half of a tiny kernel's reported time)."""
 
 from __future__ import annotations
 
