@@ -39,7 +39,13 @@ def test_the_zoo_is_all_there() -> None:
     assert len(ZOO) == 64
 
 
-@pytest.mark.parametrize("path", ZOO, ids=lambda p: f"{p.parts[-3]}-{p.name.split('.')[0]}")
+# The default tier runs the sweep on four kernels of different bottlenecks per GPU (about 1 s
+# each); the other 56 are the slow tier's (a whole-zoo sweep, as the marker says).
+DEFAULT_SWEEP = {"gemm_wmma", "transpose_smem_conflict", "atomic_contention", "register_spill"}
+
+
+@pytest.mark.parametrize("path", [p if p.name.split(".")[0] in DEFAULT_SWEEP else pytest.param(p, marks=pytest.mark.slow)
+                                  for p in ZOO], ids=lambda p: f"{p.parts[-3]}-{p.name.split('.')[0]}")
 def test_every_zoo_profile_verified_output_has_no_unsupported_number(path: Path) -> None:
     model = fake(analyst_script(INVENTED))
     document = explain_with_llm(load_profile(path), settings=SETTINGS, model=model)
