@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -298,19 +299,21 @@ def _link_problem(cu_path: Path, missing: list[str]) -> DiscoveryError:
 
 
 _OPENMP_USE = re.compile(r"^\s*#\s*(?:pragma\s+omp\b|include\s*[<\"]omp\.h[>\"])", re.MULTILINE)
-_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*(")([^"]+)"', re.MULTILINE)
+_ANY_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
 MAX_SCANNED_HEADERS = 64
 
 
-def uses_openmp(cu_path: Path, options: BuildOptions | None = None) -> bool:
-    """Whether the program's host code uses OpenMP (#pragma omp, omp.h) in the file or in the
-    headers it includes with quotes (found next to the including file or in its -I folders).
-    Such a program's own build passes -fopenmp (llm.c's dev/cuda: -Xcompiler -fopenmp); without
-    it a parallel CPU reference runs on one thread, and discovery waits for it."""
-    folders = [Path(d) for d in (options.include_dirs if options else ())]
+def include_closure(source: Path, include_dirs: Sequence[Path] = (), angled: bool = False, inside: Path | None = None,
+                    limit: int | None = None) -> Iterator[tuple[Path, str]]:
+    """SOURCE and the files it includes, transitively, each once with its text: a quoted
+    #include resolved against the including file's folder, then the -I folders; an angled one
+    (with `angled`) against the -I folders only. With `inside`, only files under that folder are
+    followed; with `limit`, at most that many files are read."""
+    pattern = _ANY_INCLUDE if angled else _QUOTED_INCLUDE
     seen: set[Path] = set()
-    todo = [cu_path.resolve()]
-    while todo and len(seen) < MAX_SCANNED_HEADERS:
+    todo = [source.resolve()]
+    while todo and (limit is None or len(seen) < limit):
         path = todo.pop()
         if path in seen:
             continue
@@ -319,13 +322,21 @@ def uses_openmp(cu_path: Path, options: BuildOptions | None = None) -> bool:
             text = path.read_text(errors="replace")
         except OSError:
             continue
-        if _OPENMP_USE.search(text):
-            return True
-        for name in _QUOTED_INCLUDE.findall(text):
-            found = next((c for c in (path.parent / name, *(d / name for d in folders)) if c.is_file()), None)
-            if found is not None:
-                todo.append(found.resolve())
-    return False
+        yield path, text
+        for form, name in pattern.findall(text):
+            where = ([path.parent] if form == '"' else []) + [Path(d) for d in include_dirs]
+            hit = next((c.resolve() for c in (d / name for d in where) if c.is_file()), None)
+            if hit is not None and hit not in seen and (inside is None or hit.is_relative_to(inside)):
+                todo.append(hit)
+
+
+def uses_openmp(cu_path: Path, options: BuildOptions | None = None) -> bool:
+    """Whether the program's host code uses OpenMP (#pragma omp, omp.h) in the file or in the
+    headers it includes with quotes (found next to the including file or in its -I folders).
+    Such a program's own build passes -fopenmp (llm.c's dev/cuda: -Xcompiler -fopenmp); without
+    it a parallel CPU reference runs on one thread, and discovery waits for it."""
+    folders = options.include_dirs if options else ()
+    return any(_OPENMP_USE.search(text) for _, text in include_closure(cu_path, folders, limit=MAX_SCANNED_HEADERS))
 
 
 def build_program(cu_path: Path, gpu_id: str, out: Path, timeout: float = 300.0, options: BuildOptions | None = None) -> Path:

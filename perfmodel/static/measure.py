@@ -78,7 +78,6 @@ LIBRARIES = ["-lcublas", "-lcublasLt", "-lcurand", "-lcufft", "-lcusparse"]
 RDC_NEEDED = ("separate compilation mode", "relocatable device code")
 # documentation and build files of a program's folder, not copied into the bundle
 _DOCUMENTATION = re.compile(r"(?i)\.(pdf|docx?|vsd|pptx?|md|txt\.in|sln|vcxproj(\.filters)?|cmake)$|^(CMakeLists\.txt|Makefile|NsightEclipse\.xml)$")
-_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
 _UNITS_NS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3, "microsecond": 1e3,
              "ms": 1e6, "msecond": 1e6, "millisecond": 1e6, "s": 1e9, "second": 1e9}
 
@@ -326,25 +325,9 @@ def measure(bundle: Path, out: Path, deadline_s: float = DEADLINE_S, run_timeout
 def included_files(source: Path, include_dirs: list[Path], inside: Path) -> list[Path]:
     """The files SOURCE includes, transitively, that lie under INSIDE (its repository): each
     #include resolved against the including file's folder (quoted form) and the -I folders."""
-    found: list[Path] = []
-    todo = [source.resolve()]
-    seen: set[Path] = set()
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        try:
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        for form, name in _INCLUDE.findall(text):
-            where = ([path.parent] if form == '"' else []) + include_dirs
-            hit = next((c.resolve() for c in (d / name for d in where) if c.is_file()), None)
-            if hit is not None and hit.is_relative_to(inside) and hit not in seen:
-                found.append(hit)
-                todo.append(hit)
-    return sorted(set(found))
+    from perfmodel.static.launches import include_closure
+
+    return sorted({path for path, _ in include_closure(source, include_dirs, angled=True, inside=inside)} - {source.resolve()})
 
 
 def data_files(folder: Path) -> list[Path]:
