@@ -435,31 +435,25 @@ def _cell(text: str) -> str:
 def _table(kernels: list[dict[str, Any]], markdown: bool, width: int, name) -> list[str]:
     rows = [(k["status"], _pct(k["change"]), si(k["base"]["time_ns"], "ns"), si(k["new"]["time_ns"], "ns"),
              _pct(k["noise"]["value"], signed=False), _label(k)) for k in kernels]
-    header = ("status", "change", "base", "new", "noise", "kernel")
-    if markdown:
-        lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|---:|---:|---|"]
-        return lines + ["| " + " | ".join([*row[:5], _cell(name(row[5]))]) + " |" for row in rows]
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(5)]
-    room = max(12, width - sum(widths) - 2 * 5)
-    lines = ["  ".join([header[0].ljust(widths[0]), *(h.rjust(w) for h, w in zip(header[1:5], widths[1:])), "kernel"])]
-    for row in rows:
-        label = terminal(row[5])
-        label = label if len(label) <= room else label[: room - 3] + "..."
-        lines.append("  ".join([row[0].ljust(widths[0]), *(v.rjust(w) for v, w in zip(row[1:5], widths[1:])), label]))
-    return lines
+    return _columns(("status", "change", "base", "new", "noise", "kernel"), rows, markdown, width, name)
 
 
 def _range_table(ranges: list[dict[str, Any]], markdown: bool, width: int, name) -> list[str]:
     rows = [(r["status"], _pct(r["change"]), si(r["base_ns"], "ns"), si(r["new_ns"], "ns"),
              f"{r['base_launches']} -> {r['new_launches']}",
              r["name"] if r["name"] == r["base_name"] else f"{r['base_name']} -> {r['name']}") for r in ranges]
-    header = ("status", "change", "base", "new", "launches", "range")
+    return _columns(("status", "change", "base", "new", "launches", "range"), rows, markdown, width, name)
+
+
+def _columns(header: tuple[str, ...], rows: list[tuple[str, ...]], markdown: bool, width: int, name) -> list[str]:
+    """Five value columns (a status, then four right-aligned figures) and a name: a markdown table,
+    or aligned text whose name column is cut to what is left of `width`."""
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|---:|---:|---|"]
         return lines + ["| " + " | ".join([*row[:5], _cell(name(row[5]))]) + " |" for row in rows]
     widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(5)]
     room = max(12, width - sum(widths) - 2 * 5)
-    lines = ["  ".join([header[0].ljust(widths[0]), *(h.rjust(w) for h, w in zip(header[1:5], widths[1:])), "range"])]
+    lines = ["  ".join([header[0].ljust(widths[0]), *(h.rjust(w) for h, w in zip(header[1:5], widths[1:])), header[5]])]
     for row in rows:
         label = terminal(row[5])
         label = label if len(label) <= room else label[: room - 3] + "..."
