@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -96,6 +96,14 @@ def differences(a: Identity, b: Identity) -> list[str]:
     return found
 
 
+def _grouped(indices: list[int], items: Sequence, key: Callable[..., Hashable]) -> dict[Hashable, list[int]]:
+    """The indices grouped by the key of their item, in their order within each group."""
+    groups: dict[Hashable, list[int]] = defaultdict(list)
+    for index in indices:
+        groups[key(items[index])].append(index)
+    return groups
+
+
 def pair_up(left: Sequence[T], right: Sequence[T], identity: Callable[[T], Identity]) -> tuple[list[tuple[T, T, str]], list[T], list[T]]:
     """The tiered matching of the module docstring: (left, right, tier) pairs in left's order,
     then what is left on each side. The tier is "name", "function" or "alone"."""
@@ -114,12 +122,8 @@ def pair_up(left: Sequence[T], right: Sequence[T], identity: Callable[[T], Ident
     free_left, free_right = list(range(len(left))), list(range(len(right)))
     pairs: list[tuple[int, int, str]] = []
     for tier, key, in_order in tiers:
-        on_left: dict[tuple, list[int]] = defaultdict(list)
-        on_right: dict[tuple, list[int]] = defaultdict(list)
-        for index in free_left:
-            on_left[key(ids_left[index])].append(index)
-        for index in free_right:
-            on_right[key(ids_right[index])].append(index)
+        on_left = _grouped(free_left, ids_left, key)
+        on_right = _grouped(free_right, ids_right, key)
         for value, lefts in on_left.items():
             rights = on_right.get(value, [])
             if not rights or (not in_order and len(lefts) != len(rights)):
@@ -128,12 +132,8 @@ def pair_up(left: Sequence[T], right: Sequence[T], identity: Callable[[T], Ident
                 pairs.append((a, b, tier))
                 free_left.remove(a)
                 free_right.remove(b)
-    scopes_left: dict[str | None, list[int]] = defaultdict(list)
-    scopes_right: dict[str | None, list[int]] = defaultdict(list)
-    for index in free_left:
-        scopes_left[scope(ids_left[index])].append(index)
-    for index in free_right:
-        scopes_right[scope(ids_right[index])].append(index)
+    scopes_left = _grouped(free_left, ids_left, scope)
+    scopes_right = _grouped(free_right, ids_right, scope)
     for where, lefts in scopes_left.items():
         rights = scopes_right.get(where, [])
         if len(lefts) == 1 and len(rights) == 1:
