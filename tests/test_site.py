@@ -205,12 +205,16 @@ def test_a_rerun_with_nothing_changed_rebuilds_nothing(site, tmp_path):
     assert {p: p.stat().st_mtime_ns for p in copy.rglob("*") if p.is_file()} == times  # not even the index is rewritten
 
 
-def test_a_changed_profile_is_rebuilt_and_a_removed_one_dropped(site, tmp_path):
+def _copies(site, tmp_path: Path) -> tuple[Path, Path]:
+    """Copies of the site's profile folder and built site, to change without touching the module's."""
     root, out, _ = site
     shutil.copytree(root, tmp_path / "profiles")
-    root = tmp_path / "profiles"
     shutil.copytree(out, tmp_path / "out")
-    out = tmp_path / "out"
+    return tmp_path / "profiles", tmp_path / "out"
+
+
+def test_a_changed_profile_is_rebuilt_and_a_removed_one_dropped(site, tmp_path):
+    root, out = _copies(site, tmp_path)
     shutil.copy(PROFILES / "h200/ncu/dram_triad.ncu-rep.xz", root / "h200/ncu/smem_bandwidth.ncu-rep.xz")  # new content, same name
     shutil.rmtree(root / "h100" / "amd")
     untouched = (out / "h100/csv/zoo details.html").stat().st_mtime_ns
@@ -224,11 +228,7 @@ def test_a_changed_profile_is_rebuilt_and_a_removed_one_dropped(site, tmp_path):
 
 
 def test_a_profile_that_fails_loses_its_old_page_and_is_listed(site, tmp_path):
-    root, out, _ = site
-    shutil.copytree(root, tmp_path / "profiles")
-    root = tmp_path / "profiles"
-    shutil.copytree(out, tmp_path / "out")
-    out = tmp_path / "out"
+    root, out = _copies(site, tmp_path)
     data = (root / "h200/ncu/smem_bandwidth.ncu-rep.xz").read_bytes()
     (root / "h200/ncu/smem_bandwidth.ncu-rep.xz").write_bytes(data[: len(data) // 2])
     result = build_site([root], out)
