@@ -46,10 +46,11 @@ def derive(gpu_id: str, manifest: Path = MANIFEST) -> tuple[float, str]:
     if not found:
         raise ValueError(f"{manifest}: no {SPLIT}-split kernel under {SHORT_NS:.0f} ns profiled on {gpu_id}")
     value = statistics.median(found)
+    low, _, high = statistics.quantiles(found, n=4)
     note = (f"median over the corpus {SPLIT} split's {len(found)} kernels under {SHORT_NS / 1000:g} us (CUPTI isolated) "
             f"of their Nsight Compute gpu__time_duration (--set full, --cache-control all, --clock-control none) less "
-            f"their CUPTI duration, the same launches on one machine (quartiles {statistics.quantiles(found, n=4)[0]:.0f} "
-            f"and {statistics.quantiles(found, n=4)[2]:.0f} ns); perfmodel/ncu_overhead.py derives it")
+            f"their CUPTI duration, the same launches on one machine (quartiles {low:.0f} and {high:.0f} ns); "
+            "perfmodel/ncu_overhead.py derives it")
     return value, note
 
 
