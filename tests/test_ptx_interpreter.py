@@ -19,6 +19,7 @@ from perfmodel.static.interpreter import (
     UnsupportedInstruction,
     count_work,
     sample_blocks,
+    sample_weights,
 )
 from perfmodel.static.ptx import Addr, Imm, Reg, parse
 
@@ -66,6 +67,27 @@ def test_vector_add_values_and_coalesced_sectors(kernels):
     assert counts["global_load_sectors"] == 2 * (31 * 4 + 1) and counts["global_store_sectors"] == 31 * 4 + 1
     assert r["flops"] == {"fp32": n}
     assert r["warp_instructions_by_pipe"]["fp32"] == 32  # every warp has an active lane
+
+
+def test_an_empty_remainder_block_is_not_scaled_to_the_grid(kernels):
+    """A grid rounded up past the data (here 97 blocks for 96 blocks' worth): the last block
+    does nothing and stands for itself, not for a third of the grid."""
+    n = 96 * 128
+    a = np.ones(n, np.float32)
+    c = np.zeros(n, np.float32)
+    r = count_work(kernels["vector_add"], (97,), (128,), [Pointer("a"), Pointer("a"), Pointer("c"), n], {"a": a, "c": c}, sample=3)
+    assert [b[0] for b in r["sampled_blocks"]] == [0, 48, 95, 96]  # the last block's neighbour tells a remainder from a trend
+    assert r["counts"]["global_store_requests"] == pytest.approx(96 * 4)
+    assert r["counts"]["global_store_sectors"] == pytest.approx(96 * 4 * 4)
+
+
+def test_sample_weights_add_up_to_the_grid_and_follow_a_linear_trend():
+    linear = [0, 48, 95, 96]
+    weights = sample_weights(linear, 97)
+    assert weights.sum() == pytest.approx(97) and weights[-1] == 1.0
+    trend = np.arange(97, dtype=float)  # work growing with the block index (a triangular grid)
+    assert weights @ trend[linear] == pytest.approx(trend.sum())
+    assert sample_weights([0, 1, 2], 3).tolist() == [1.0, 1.0, 1.0]
 
 
 def test_block_reduction_with_shared_memory_and_barriers(kernels):

@@ -427,6 +427,7 @@ PIPE_OF_PTX = {
     "tensor": {"mma"},
 }
 _PIPE_BY_KEY = {op: pipe for pipe, ops in PIPE_OF_PTX.items() for op in ops}
+_MEMORY_OPCODES = PIPE_OF_PTX["lsu"] - {"shfl"}  # the instructions that weigh a sampled block (count_work)
 _FLOPS = {"add": 1, "sub": 1, "mul": 1, "fma": 2, "mad": 2}
 _SPECIAL_REGS = ("%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%clock",
                  "%clock64", "%globaltimer", "%lanemask", "%dynamic_smem_size", "%total_smem_size", "%gridid")
@@ -583,6 +584,7 @@ class LaneGroup:
     local: np.ndarray | None
     steps: int = 0
     grid_arrived: np.ndarray | None = None  # per lane: the value its atom.add found in the grid barrier word
+    work: np.ndarray | None = None  # per lane: memory instructions it ran (weighs the sampled blocks)
     call_slab: np.ndarray | None = None  # per lane: the .param space of call sequences (arguments, return values)
 
 
@@ -858,6 +860,9 @@ class Interpreter:
         self.counters = Counters(np.zeros(len(kernel.instructions), np.int64), np.zeros(len(kernel.instructions), np.int64))
         self.approximations: set[str] = set(notes)
         self.missing: set[str] = set()  # work the interpretation does not count (texture fetches' traffic)
+        self.block_work: dict[tuple[int, int, int], float] = {}  # per block run: memory instructions of its threads
+        self._memory_pcs = frozenset(i for i, inst in enumerate(kernel.instructions)
+                                     if inst.opcode in _MEMORY_OPCODES and not {"param", "const"} & set(inst.mods))
         self._tensor_names: dict[int, str] = {}
         self._tensor_per_warp: dict[int, int] = {}  # SASS tensor instructions per PTX one (default 1)
         self.L = 0
@@ -3149,6 +3154,9 @@ class Interpreter:
         uniform = bool((pc[live] == p).all())
         nlive, nwarps = int(np.count_nonzero(live)), self._live_warps(live)
         steps, limit = w.steps, self.max_steps
+        if w.work is None:
+            w.work = np.zeros(len(pc), dtype=np.int64)
+        work, memory = w.work, self._memory_pcs
         try:
             while True:
                 if uniform:
@@ -3176,6 +3184,8 @@ class Interpreter:
                 else:
                     mask = active
                     threads_by_pc[p] += nlive if uniform else int(np.count_nonzero(mask))
+                if p in memory:
+                    work += mask
                 if not ops[p](w, b, mask):
                     if uniform:
                         p += 1
@@ -3207,6 +3217,9 @@ class Interpreter:
             self._run_group(group, context)
         finally:
             np.seterr(**old)
+            if group.work is not None:
+                for ctaid, work in zip(blocks, np.bincount(context.slot, weights=group.work, minlength=len(blocks))):
+                    self.block_work[tuple(ctaid)] = self.block_work.get(tuple(ctaid), 0.0) + float(work)
 
     def run_block(self, ctaid: tuple[int, int, int], warps: list[int] | None = None) -> None:
         """Run one block."""
@@ -3264,16 +3277,45 @@ class Interpreter:
         }
 
 
-def sample_blocks(grid, count: int) -> list[tuple[int, int, int]]:
-    """Blocks that represent the grid: the first, the last and an even spread between."""
-    g = tuple(grid) + (1,) * (3 - len(grid))
-    total = g[0] * g[1] * g[2]
+def _linear_samples(total: int, count: int) -> list[int]:
     count = max(1, min(count, total))
     if count == 1:
-        linear = [0]
-    else:
-        linear = sorted({int(i * (total - 1) / (count - 1) + 0.5) for i in range(count)})
+        return [0]
+    return sorted({int(i * (total - 1) / (count - 1) + 0.5) for i in range(count)})
+
+
+def sample_blocks(grid, count: int, *, last_neighbour: bool = False) -> list[tuple[int, int, int]]:
+    """Blocks that represent the grid: the first, the last and an even spread between.
+    last_neighbour adds the block before the last (when the grid has more blocks than
+    count), which tells a last block that is a remainder (a rounded-up grid's partial or empty
+    block) from a trend across the grid (see sample_weights)."""
+    g = tuple(grid) + (1,) * (3 - len(grid))
+    total = g[0] * g[1] * g[2]
+    linear = _linear_samples(total, count)
+    if last_neighbour and total > len(linear) >= 2:
+        linear = sorted(set(linear) | {total - 2})
     return [(i % g[0], (i // g[0]) % g[1], i // (g[0] * g[1])) for i in linear]
+
+
+def sample_weights(linear: list[int], total: int) -> np.ndarray:
+    """How many of the grid's blocks each sampled block (linear indices, sorted, the first 0 and
+    the last total - 1) stands for. The last block stands for itself alone: in a rounded-up
+    grid it is the one partial or empty block, and weighing it like the others would scale its
+    missing work to a third of the grid. The blocks before it are the sum of the piecewise-linear
+    interpolation between the samples (exact for work that grows or shrinks linearly with the
+    block index, as in triangular grids); blocks past the last knot count as that knot."""
+    n = len(linear)
+    if n >= total or n < 2:
+        return np.full(n, total / n)
+    weights = np.zeros(n)
+    knots = linear[:-1]
+    for i in range(len(knots) - 1):
+        length = knots[i + 1] - knots[i]
+        weights[i] += (length + 1) / 2  # points knots[i] .. knots[i+1] - 1, the hat functions' sums
+        weights[i + 1] += (length - 1) / 2
+    weights[len(knots) - 1] += 1 + (total - 2 - knots[-1])
+    weights[-1] = 1.0
+    return weights
 
 
 def _scale(value, factor):
@@ -3296,14 +3338,15 @@ def count_work(kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray]
 
     Returns {"counts": {KernelFeatures count name: value}, "warp_instructions_by_pipe",
     "flops", "barriers", "tensor_instructions", ... , "sampled_blocks", "sampled_warps",
-    "scale", "approximations", "device_launches"}; all counts are for the whole grid (sampled
-    counts x grid blocks / blocks sampled x warps per block / warps sampled). Buffers are
+    "scale", "approximations", "device_launches"}; all counts are for the whole grid: sampled
+    counts x block_scale x warps per block / warps sampled, where block_scale weighs each
+    sampled block by the blocks it stands for (sample_weights) and by its work. Buffers are
     modified in place by the sampled warps' stores. functions: the module's kernel names, which
     device-side launches name (DeviceLaunch, made by the sampled warps only: "scale" turns
     their number into the grid's).
     """
     interp = Interpreter(kernel, grid, block, args, buffers, dynamic_shared_bytes, max_steps_per_warp, functions)
-    blocks = sample_blocks(interp.grid, sample)
+    blocks = sample_blocks(interp.grid, sample, last_neighbour=True)
     independent = not kernel.shared and not any(i.opcode in ("bar", "barrier") and "warp" not in i.mods for i in kernel.instructions)
     if warps_per_block is None:
         warps_per_block = 3 if independent else 0
@@ -3311,14 +3354,23 @@ def count_work(kernel: Kernel, grid, block, args, buffers: dict[str, np.ndarray]
     if independent and 0 < warps_per_block < interp.nwarps:
         warps = [lin for lin, _, _ in sample_blocks((interp.nwarps,), warps_per_block)]
     interp.run(blocks, warps)
-    total_blocks = interp.grid[0] * interp.grid[1] * interp.grid[2]
-    factor = total_blocks / len(blocks) * (interp.nwarps / len(warps) if warps else 1.0)
+    gx, gy, gz = interp.grid
+    total_blocks = gx * gy * gz
+    # a ratio estimate: the sampled blocks' counts scaled by the grid's work (each sampled
+    # block's memory instructions, threads that ran them, times the blocks it stands for) over
+    # the sampled work. Memory instructions, not all: an empty block still runs its index
+    # arithmetic, and would weigh as a fraction of a full one.
+    work = np.array([interp.block_work.get(b, 0.0) for b in blocks])
+    weights = sample_weights([x + gx * (y + gy * z) for x, y, z in blocks], total_blocks)
+    block_scale = float(weights @ work / work.sum()) if work.sum() > 0 else total_blocks / len(blocks)
+    factor = block_scale * (interp.nwarps / len(warps) if warps else 1.0)
     totals = interp.totals()
     out = _scale(totals, factor)
     out["sampled_blocks"] = blocks
     out["sampled_warps"] = warps if warps is not None else list(range(interp.nwarps))
     out["scale"] = factor
     out["grid_blocks"] = total_blocks
+    out["block_scale"] = block_scale  # full-work blocks the grid amounts to, per sampled block
     out["warp_scale"] = interp.nwarps / len(warps) if warps else 1.0
     out["footprint"] = {kind: f.sectors() for kind, f in interp.counters.footprint.items()}  # per sampled block
     out["buffer_bytes"] = [len(b) for b in interp.memory.buffers]

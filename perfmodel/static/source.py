@@ -234,7 +234,9 @@ def _counted(compiled: Compiled, module: Module, launch: Launch, memory: Memory,
     registers = resources.registers if resources else None
     occ = occupancy.for_gpu(counting, threads, registers or 0, shared)
     counts = dict(work["counts"])
-    moved = traffic.estimate(work["footprint"], sampled_blocks=len(work["sampled_blocks"]), grid_blocks=blocks, warp_scale=work["warp_scale"],
+    sampled = len(work["sampled_blocks"])
+    # the grid in sampled-block equivalents: an empty remainder block adds no footprint
+    moved = traffic.estimate(work["footprint"], sampled_blocks=sampled, grid_blocks=work["block_scale"] * sampled, warp_scale=work["warp_scale"],
                              buffer_bytes=work["buffer_bytes"], load_sectors=counts["global_load_sectors"],
                              bypass_sectors=work["global_load_sectors_l1_bypass"],
                              store_sectors=counts["global_store_sectors"], gpu=counting, blocks_per_sm=occ.blocks_per_sm,

@@ -69,7 +69,7 @@ class _Sample:
         return self.distinct[self.seen_by > 1]
 
 
-def _grid_footprint(sample: _Sample, sampled_blocks: int, grid_blocks: int, warp_scale: float,
+def _grid_footprint(sample: _Sample, sampled_blocks: int, grid_blocks: float, warp_scale: float,
                     buffer_sectors: list[int]) -> tuple[float, float]:
     """Sectors the whole grid touches: per buffer, the sampled blocks' union plus each
     unsampled block's share of sectors only one sampled block touched, at most the buffer.
@@ -92,11 +92,12 @@ def _distinct_keys(footprint: dict[str, np.ndarray], kinds: tuple[str, ...]) -> 
     return distinct(np.concatenate([footprint.get(kind, np.zeros(0, np.uint64)) for kind in kinds]))
 
 
-def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_blocks: int, warp_scale: float, buffer_bytes: list[int],
+def estimate(footprint: dict[str, np.ndarray], *, sampled_blocks: int, grid_blocks: float, warp_scale: float, buffer_bytes: list[int],
              load_sectors: float, bypass_sectors: float, store_sectors: float, gpu: GPU, blocks_per_sm: int, shared_bytes_per_block: int) -> Traffic:
     """L2 and DRAM traffic of the whole grid. load_sectors and store_sectors are the grid's
     sectors requested by warps, bypass_sectors those of the loads among them that skip L1;
-    warp_scale = warps per block / warps interpreted per block."""
+    warp_scale = warps per block / warps interpreted per block; grid_blocks may be fractional:
+    the grid's work in sampled blocks' worth (an empty remainder block counts for nothing)."""
     notes: list[str] = []
     buffer_sectors = [-(-size // SECTOR_BYTES) for size in buffer_bytes]
     loads = _Sample.of(_distinct_keys(footprint, ("load",)))
