@@ -190,9 +190,19 @@ class Profile:
     metrics: pd.DataFrame  # METRIC_COLUMNS
     tool: str | None = None  # profiler and version where the file says
     devices: dict[int, Device] = field(default_factory=dict)  # when kernels ran on several
+    # The reader's way to let go of what it holds for later reads (the ncu-rep reader's worker
+    # processes and the report they decoded); later reads still work, and start them again.
+    releaser: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._by_kernel: dict[tuple[int, str], dict[str, tuple[float, str]]] | None = None
+
+    def release_reader(self) -> None:
+        """Free what the reader holds for this profile's later reads (source counters, SASS)
+        once the caller has read what it needs: a command that reads several big reports
+        calls it before reading the next."""
+        if self.releaser is not None:
+            self.releaser()
 
     def kernel(self, key: int | str) -> Kernel:
         """A kernel by id, or by name (exact, then function name, then substring)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import os
 import select
+import time
 from pathlib import Path
 
 from keet import load_profile
@@ -81,3 +82,30 @@ def test_a_worker_past_its_memory_limit_is_replaced_and_reads_go_on(monkeypatch)
     again = profile.kernels[-1].source
     assert again is not None and len(again.instructions)
     assert _children() - before, "no new worker answered after the old one was retired"
+
+
+def _worker_pid(report: str) -> int:
+    return os.getpid()
+
+
+def test_reads_queued_behind_a_worker_past_its_limit_go_to_a_new_one(monkeypatch):
+    """Reads wait in keet, not in the worker: one that grew too large takes no more of them."""
+    monkeypatch.setattr(ncu_rep_native, "WORKER_RSS_LIMIT_BYTES", 0)
+    profile = load_profile(REPORT)
+    native = profile.releaser.__self__
+    futures = [native.submit(0, _worker_pid) for _ in range(3)]
+    assert len({native.result(0, future) for future in futures}) == 3
+
+
+def test_a_released_profile_ends_its_workers_and_still_reads():
+    profile = load_profile(REPORT)
+    assert profile.kernels[0].source is not None
+    workers = _alive(_children())
+    assert workers
+    profile.release_reader()
+    for _ in range(100):
+        if not _alive(workers):
+            break
+        time.sleep(0.05)
+    assert not _alive(workers), "the workers outlived release_reader()"
+    assert profile.kernels[-1].source is not None  # a new worker answers

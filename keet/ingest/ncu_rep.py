@@ -19,6 +19,7 @@ from keet.ingest.ncu_rep_native import (
     NativeReport,
     first_line,
     loaded,
+    loaded_action,
     native_errors,
     raise_on,
 )
@@ -38,6 +39,9 @@ _MAX_WORKERS = 4
 # Read even when a caller asks for a subset of metrics: the launch and the device.
 _ALWAYS_READ = ("launch__", "device__attribute_")
 _ACTIONS_PER_WORKER = 4  # below this many actions per worker another process costs more than it saves
+# Actions per read task: a big full-set action decodes to 10-20 MB that the native reader never
+# frees, so a worker is checked against its memory limit after every few (ncu_rep_native).
+_ACTIONS_PER_TASK = 8
 _MAX_BLOCK_HEADER_BYTES = 1 << 24  # real block headers are at most 132 KiB (reports of ncu 2022.2-2025.3)
 
 
@@ -66,6 +70,8 @@ class NcuReportReader:
             # Launches of one function (same name, same code address) have one SASS: read it once.
             native.code = {(r.range_index, r.action_index): (r.mangled_name, r.function_base)
                            for r in records if r.function_base is not None}
+            for record in records:  # later reads go where the action is decoded already
+                native.assign((record.range_index, record.action_index), record.slot)
             return _profile_from_records(path, native, records)
         except BaseException as exc:  # Ctrl-C too must not leave the copy or the workers behind
             native.close()
@@ -223,6 +229,7 @@ class _ActionRecord:
     rules: list[dict]
     opcodes: dict[str, dict[str, float]]  # per-opcode tables (instruction mix)
     function_base: int | None = None  # address of the kernel's code: launches sharing it share their SASS
+    slot: int = 0  # the worker that read it (and holds it decoded)
 
 
 class _MetricKinds:
@@ -322,12 +329,11 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
     import ncu_report
 
     with native_errors() as errors:
-        context = loaded(report)
         kinds = _MetricKinds(ncu_report)
         records = []
         seen_devices: set[int] = set()
         for range_index, action_index in positions:
-            action = context.range_by_idx(range_index).action_by_idx(action_index)
+            action = loaded_action(report, (range_index, action_index))
             device_id = _device_id_of(action)
             skip = ("device__attribute_",) if device_id in seen_devices else ()
             seen_devices.add(device_id)
@@ -387,10 +393,18 @@ def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | N
             raise ProfileError(path, "report holds no profiled kernels (empty or corrupt)")
         workers = max(1, min(os.cpu_count() or 1, _MAX_WORKERS, len(positions) // _ACTIONS_PER_WORKER))
         native.use_workers(workers)
-        # Every chunk must read device attributes once: reading them is keyed to its first action.
-        chunks = [positions[i::workers] for i in range(workers)]
-        futures = [native.submit(slot, _read_actions, chunk, keep) for slot, chunk in enumerate(chunks)]
-        parts = [native.result(slot, future) for slot, future in enumerate(futures)]
+        # Each slot reads every workers-th action, in tasks of a few actions: between tasks a
+        # worker grown past its memory limit gives way to a new one. Every task reads device
+        # attributes once: reading them is keyed to its first action.
+        mine = [positions[i::workers] for i in range(workers)]
+        tasks = [(slot, chunk[i:i + _ACTIONS_PER_TASK]) for slot, chunk in enumerate(mine) for i in range(0, len(chunk), _ACTIONS_PER_TASK)]
+        futures = [(slot, native.submit(slot, _read_actions, task, keep)) for slot, task in tasks]
+        parts = []
+        for slot, future in futures:
+            part = native.result(slot, future)
+            for record in part:
+                record.slot = slot
+            parts.append(part)
     except BrokenProcessPool:
         raise ProfileError(path, "report is corrupt (the Nsight Compute reader crashed on it)") from None
     records = sorted((record for part in parts for record in part), key=lambda r: (r.range_index, r.action_index))
@@ -449,4 +463,6 @@ def _profile_from_records(path: Path, native: NativeReport, records: list[_Actio
         loader.takes_columns = True  # Kernel.source_columns: a reader may read a few columns alone
         kernels.append(_kernel(kid, record, device_id, loader))
         raw[kid] = record.raw
-    return assemble(str(path), "ncu-rep", devices[kernels[0].device_id], kernels, raw, tool="Nsight Compute report", devices=devices)
+    profile = assemble(str(path), "ncu-rep", devices[kernels[0].device_id], kernels, raw, tool="Nsight Compute report", devices=devices)
+    profile.releaser = native.release
+    return profile

@@ -19,6 +19,7 @@ strings.
 from __future__ import annotations
 
 import faulthandler
+import functools
 import multiprocessing
 import multiprocessing.util
 import os
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Collection, Hashable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -43,7 +45,7 @@ _MAX_FUNCTION_BYTES = 1 << 26
 # A kept read of an action that has no per-instruction counters.
 _ABSENT = object()
 # A worker past this is ended after its answer (what the native reader decoded is never freed).
-WORKER_RSS_LIMIT_BYTES = 768 << 20
+WORKER_RSS_LIMIT_BYTES = 400 << 20
 
 
 class CorruptReport(RuntimeError):
@@ -151,8 +153,10 @@ class NativeReport:
         # Each action's code (launches with the same key run the same SASS): they share a
         # worker, one warm-up and one disassembly. The reader fills it in once it knows.
         self.code: dict[tuple[int, int], Hashable] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._pools: list[ProcessPoolExecutor | None] = [None] * max(1, workers)  # the finalizer holds the list, not self
+        self._queues: list[deque] = [deque() for _ in self._pools]  # per slot: (future, function, args) not yet handed over
+        self._running: list[bool] = [False] * len(self._pools)  # per slot: a read is in its worker
         self._slots: dict[Hashable, int] = {}
         # Reads asked for ahead, and reads answered, per action: later reads of the columns they hold are served from them.
         self._pending: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, int, Future]]] = {}
@@ -171,8 +175,10 @@ class NativeReport:
         their pending answers are not this process's (their executors' threads did not come
         along), and workers of its own would keep it from exiting (multiprocessing joins a
         process's children before it ends): its reads run in it, which ends with its task."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._pools = [None] * len(self._pools)
+        self._queues = [deque() for _ in self._pools]
+        self._running = [False] * len(self._pools)
         self._pending = {}
         self._inline = True
 
@@ -180,48 +186,92 @@ class NativeReport:
         """End the workers now and remove the decompressed copy."""
         self._closer()
 
+    def release(self) -> None:
+        """End the workers (and all the native reader decoded in them) once their reads are
+        answered; a later read starts a new one."""
+        for slot in range(len(self._pools)):
+            self._retire(slot)
+
     def use_workers(self, count: int) -> None:
         """Use only the first `count` workers from now on (a small report needs no more)."""
         for slot in range(max(1, count), len(self._pools)):
             self._retire(slot)
-        del self._pools[max(1, count):]
+        with self._lock:
+            del self._pools[max(1, count):], self._queues[max(1, count):], self._running[max(1, count):]
 
     def submit(self, slot: int, function, *args) -> Future:
         """Run function(report path, *args) in a worker (which keeps what it loaded: :func:`loaded`);
-        :meth:`result` takes the answer."""
+        :meth:`result` takes the answer. Reads wait in the slot's queue and go to its worker one
+        at a time: a worker that has grown past WORKER_RSS_LIMIT_BYTES is ended after its answer,
+        before it takes another read (reads queued in the worker itself would grow it further)."""
+        done: Future = Future()
         if self._inline:
-            done: Future = Future()
             try:
                 done.set_result(_run(function, str(self.plain), *args))
             except Exception as exc:  # noqa: BLE001 - handed over as a worker's failure would be
                 done.set_exception(exc)
             return done
         with self._lock:
+            self._queues[slot].append((done, function, args))
+        self._pump(slot)
+        return done
+
+    def _pump(self, slot: int) -> None:
+        """Hand the slot's next queued read to its worker (started if none) unless one is running."""
+        with self._lock:
+            if slot >= len(self._pools) or self._running[slot] or not self._queues[slot]:
+                return
+            done, function, args = self._queues[slot].popleft()
             pool = self._pools[slot]
             if pool is None:
                 pool = self._pools[slot] = worker_pool()
-            return pool.submit(_run, function, str(self.plain), *args)
+            self._running[slot] = True
+            try:
+                running = pool.submit(_run, function, str(self.plain), *args)
+            except BrokenProcessPool as exc:  # its worker died before: the read fails, the next starts a new one
+                self._running[slot] = False
+                self._retire(slot, pool)
+                done.set_exception(exc)
+                return
+        running.add_done_callback(functools.partial(self._answered_by_worker, slot, pool, done))
+
+    def _answered_by_worker(self, slot: int, pool: ProcessPoolExecutor, done: Future, running: Future) -> None:
+        """A worker's answer (in the pool's thread): end the worker if it broke or grew too large,
+        pass the answer on, start the slot's next read."""
+        exc = running.exception()
+        if exc is None and running.result()[1] > WORKER_RSS_LIMIT_BYTES or isinstance(exc, BrokenProcessPool):
+            self._retire(slot, pool)
+        with self._lock:
+            if slot < len(self._running):
+                self._running[slot] = False
+        if exc is not None:
+            done.set_exception(exc)
+        else:
+            done.set_result(running.result())
+        self._pump(slot)
 
     def result(self, slot: int, future: Future):
-        """A submitted read's answer; its worker is ended if it has grown too large, or broke."""
-        try:
-            answer, resident = future.result()
-        except BrokenProcessPool:
-            self._retire(slot)  # the next read starts a new worker
-            raise
-        if resident > WORKER_RSS_LIMIT_BYTES:
-            self._retire(slot)
-        return answer
+        """A submitted read's answer."""
+        return future.result()[0]
 
     def call(self, slot: int, function, *args):
         """:meth:`submit` and :meth:`result`."""
         return self.result(slot, self.submit(slot, function, *args))
 
-    def _retire(self, slot: int) -> None:
+    def _retire(self, slot: int, pool: ProcessPoolExecutor | None = None) -> None:
+        """End the slot's worker (only if it is still `pool`, when given); its next read starts a new one."""
         with self._lock:
+            if slot >= len(self._pools) or (pool is not None and self._pools[slot] is not pool):
+                return
             pool, self._pools[slot] = self._pools[slot], None
         if pool is not None:
-            _end_pool(pool, cancel=False)  # reads already asked of it are answered, then it ends
+            _end_pool(pool, cancel=False)  # a read already asked of it is answered, then it ends
+
+    def assign(self, position: tuple[int, int], slot: int) -> None:
+        """Later reads of this action (and of its code's other launches, unless assigned before) go
+        to the worker that has decoded it."""
+        with self._lock:
+            self._slots.setdefault(self._key(position), slot)
 
     def _key(self, position: tuple[int, int]) -> Hashable:
         return self.code.get(position, position)
@@ -261,11 +311,7 @@ class NativeReport:
         if sass_for is not None:
             self._sass_read.add(key)
         slot = self._slot(position)
-        try:
-            future = self.submit(slot, _prefetch_in_worker, position, columns, locate, sass_for)
-        except BrokenProcessPool:
-            self._retire(slot)
-            return
+        future = self.submit(slot, _prefetch_in_worker, position, columns, locate, sass_for)
         self._pending.setdefault(position, []).append((columns, locate, slot, future))
 
     def source(self, position: tuple[int, int], columns: Collection[str] | None = None, locations: bool = True
@@ -404,8 +450,17 @@ def loaded(report: str):
     return context
 
 
-def _action(report: str, position: tuple[int, int]):
-    return loaded(report).range_by_idx(position[0]).action_by_idx(position[1])
+_ACTIONS: dict[tuple[str, tuple[int, int]], object] = {}  # (report path, position) -> its native action
+
+
+def loaded_action(report: str, position: tuple[int, int]):
+    """The action at (range, action) of a report, decoded once per worker process: each
+    action_by_idx decodes the action again (~10-20 MB for a full-set action) and the native
+    reader never frees it."""
+    action = _ACTIONS.get((report, position))
+    if action is None:
+        action = _ACTIONS[report, position] = loaded(report).range_by_idx(position[0]).action_by_idx(position[1])
+    return action
 
 
 def _run(function, report: str, *args):
@@ -427,12 +482,12 @@ def _answer(read) -> tuple[object, str | None]:
 
 
 def _source_in_worker(report: str, position: tuple[int, int], wanted: frozenset[str] | None, locate: frozenset[str] | None):
-    return _answer(lambda: _read_source(_action(report, position), wanted, locate))
+    return _answer(lambda: _read_source(loaded_action(report, position), wanted, locate))
 
 
 def _sass_in_worker(report: str, position: tuple[int, int], addresses: list[int]):
     def read() -> dict[int, str | None]:
-        action = _action(report, position)
+        action = loaded_action(report, position)
         return {address: _sass_text(action.sass_by_pc(address)) for address in addresses}
 
     return _answer(read)
@@ -442,7 +497,7 @@ def _prefetch_in_worker(report: str, position: tuple[int, int], columns: frozens
                         sass_for: Callable[[pd.DataFrame], list[int]] | None):
     """((frame, files, base) or None, {pc offset: SASS text}) of the columns and the pcs sass_for picks."""
     def read():
-        action = _action(report, position)
+        action = loaded_action(report, position)
         source = _read_source(action, columns, locate)
         if source is None or sass_for is None:
             return source, {}

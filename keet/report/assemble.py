@@ -178,27 +178,35 @@ def _parts_job(profile_index: int, kernel_index: int) -> KernelParts:
     return kernel_parts(profile, profile.kernels[kernel_index])
 
 
-def _all_parts(profiles: list[Profile], explain_all, progress: Progress = None) -> tuple[dict[tuple[int, int], KernelParts], Any]:
-    """`explain_all` (the diagnoses), then every kernel's parts (its sections and figures);
-    returns the parts and the diagnoses. The diagnoses and every kernel's source counters are
-    read here, through the readers' own workers (keet/ingest/ncu_rep_native.py); the figures,
-    pure Python, are drawn in forked workers when there are enough kernels and cores to pay
-    for them. ``progress`` hears of each kernel drawn (a report of many kernels takes minutes)."""
-    keys = [(p, k) for p, profile in enumerate(profiles) for k in range(len(profile.kernels))]
+def _all_parts(loaders: list[Callable[[], Profile]], explain_one: Callable[[Profile], dict], progress: Progress = None
+               ) -> tuple[list[Profile], dict[tuple[int, int], KernelParts], list[dict]]:
+    """Each profile's diagnosis (`explain_one`), then every kernel's parts (its sections and
+    figures); returns the profiles (each loaded here by its loader), the parts and the
+    diagnoses. Each profile is loaded, diagnosed and its source counters read one profile after
+    the other, through the readers' own workers
+    (keet/ingest/ncu_rep_native.py), which are let go before the next profile is read: two big
+    reports' workers never hold their decoded reports at once. The figures, pure Python, are
+    drawn in forked workers when there are enough kernels and cores to pay for them.
+    ``progress`` hears of each kernel drawn (a report of many kernels takes minutes)."""
     tell = progress or (lambda message: None)
-    tell("diagnosing")
-    explained = explain_all()
-    # Everything read from the reports is read here, where the readers' workers are (the
-    # diagnoses derived the model's work counts; the hotspots need the source counters): the
-    # drawing workers inherit it and only draw.
-    kernels = [(profiles[p], profiles[p].kernels[k]) for p, k in keys]
-    prefetch(kernel for _, kernel in kernels)
-    for _, kernel in kernels:
-        kernel.prefetch_source(None)
-    for done, (profile, kernel) in enumerate(kernels):
-        tell(f"reading source counters {done}/{len(kernels)}")
-        sections.model_inputs(profile, kernel)
-        kernel.source  # noqa: B018 - read now: the drawing workers inherit it
+    profiles, explained = [], []
+    for number, load in enumerate(loaders, 1):
+        profile = load()
+        profiles.append(profile)
+        tell(f"diagnosing profile {number}/{len(loaders)}")
+        explained.append(explain_one(profile))
+        # Everything read from the report is read here, where the reader's workers are (the
+        # diagnosis derived the model's work counts; the hotspots need the source counters):
+        # the drawing workers inherit it and only draw.
+        prefetch(profile.kernels)
+        for kernel in profile.kernels:
+            kernel.prefetch_source(None)
+        for done, kernel in enumerate(profile.kernels):
+            tell(f"reading source counters {done}/{len(profile.kernels)}")
+            sections.model_inputs(profile, kernel)
+            kernel.source  # noqa: B018 - read now: the drawing workers inherit it
+        profile.release_reader()
+    keys = [(p, k) for p, profile in enumerate(profiles) for k in range(len(profile.kernels))]
     drawn = lambda done: tell(f"drawing kernel sections {done}/{len(keys)}")
     workers = min(os.cpu_count() or 1, len(keys))
     if len(keys) < PARALLEL_KERNELS or workers < 2:
@@ -206,7 +214,7 @@ def _all_parts(profiles: list[Profile], explain_all, progress: Progress = None) 
         for done, (p, k) in enumerate(keys):
             drawn(done)
             parts[p, k] = kernel_parts(profiles[p], profiles[p].kernels[k])
-        return parts, explained
+        return profiles, parts, explained
     _PROFILES[:] = profiles
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
@@ -215,7 +223,7 @@ def _all_parts(profiles: list[Profile], explain_all, progress: Progress = None) 
             for done, future in enumerate(as_completed(futures), 1):
                 parts[futures[future]] = future.result()
                 drawn(done)
-            return parts, explained
+            return profiles, parts, explained
     finally:
         _PROFILES.clear()
 
@@ -238,9 +246,12 @@ def distinct_names(sources: list[str]) -> list[str]:
     return ["/".join(p[-depth:]) for p in parts]
 
 
-def build(profiles: list[Profile], title: str | None = None, progress: Progress = None) -> Report:
-    """The report's content for one or more profiles (the first is the comparison's baseline)."""
-    parts, documents = _all_parts(profiles, lambda: [explain(p, kernels_by_duration(p)) for p in profiles], progress)
+def build(profiles: list[Profile | Callable[[], Profile]], title: str | None = None, progress: Progress = None) -> Report:
+    """The report's content for one or more profiles (the first is the comparison's baseline),
+    each given loaded or as a function that loads it (then loaded when its turn comes, after
+    the previous one is read: see _all_parts)."""
+    loaders = [p if callable(p) else (lambda p=p: p) for p in profiles]
+    profiles, parts, documents = _all_parts(loaders, lambda p: explain(p, kernels_by_duration(p)), progress)
     names = distinct_names([str(p.source) for p in profiles])
     profile_reports: list[ProfileReport] = []
     for index, (profile, document) in enumerate(zip(profiles, documents)):
@@ -292,11 +303,14 @@ def write_report(paths: list[str | Path], out: str | Path, title: str | None = N
 
     out = check_output_path(out, paths)
     tell = progress or (lambda message: None)
-    profiles = []
-    for number, path in enumerate(paths, 1):
-        tell(f"reading profile {number}/{len(paths)}: {Path(path).name}")
-        profiles.append(load_profile(path))
-    report = build(profiles, title, progress)
+
+    def loader(number: int, path: str | Path) -> Callable[[], Profile]:
+        def load() -> Profile:
+            tell(f"reading profile {number}/{len(paths)}: {Path(path).name}")
+            return load_profile(path)
+        return load
+
+    report = build([loader(number, path) for number, path in enumerate(paths, 1)], title, progress)
     tell(f"writing {Path(out).name}")
     atomic_write_text(out, render(report))
     return report
