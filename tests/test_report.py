@@ -180,6 +180,25 @@ def test_comparison_explains_the_padded_transpose_with_the_rules():
     assert "Duration" in chart.title and "transpose_smem_conflict_kernel" in chart.alt
 
 
+def test_a_report_of_several_profiles_reads_and_releases_each_before_loading_the_next():
+    """Two big reports' native workers never hold their decoded reports at once."""
+    events = []
+
+    def loader(path):
+        def load():
+            events.append(("load", path.name))
+            profile = load_profile(path)
+            release = profile.releaser
+            profile.releaser = lambda: (events.append(("release", path.name)), release())
+            return profile
+        return load
+
+    first, second = H100 / "transpose_smem_conflict.ncu-rep.xz", H100 / "transpose_smem_padded.ncu-rep.xz"
+    report = build([loader(first), loader(second)])
+    assert events == [("load", first.name), ("release", first.name), ("load", second.name), ("release", second.name)]
+    assert report.comparison is not None and report.profiles[0].kernels[0].kernel.source is not None
+
+
 def test_h100_and_h200_profiles_match_by_kernel_name():
     h100 = load_profile(H100 / "dram_triad.ncu-rep.xz")
     h200 = load_profile(H200 / "dram_triad.ncu-rep.xz")
