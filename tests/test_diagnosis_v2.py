@@ -141,6 +141,27 @@ def test_library_kernels_by_name(name, library, kind):
     assert found is not None and found.library.id == library and (found.kind.id if found.kind else None) == kind
 
 
+def test_the_tf32_lever_moves_the_ffma_and_the_shared_loads_that_fed_it_to_the_tensor_cores():
+    """An FFMA implicit-GEMM convolution of cuDNN (corpus dev split): on the tensor cores its
+    FFMAs and the LDS that fed them are gone (wgmma reads shared memory itself), its staging
+    stores and global traffic stay."""
+    from keet.diagnosis.recoverable import LEVERS
+    from keet.diagnosis.speed_of_light import model_view
+
+    case = next(e for e in CORPUS["kernels"] if e["id"] == "conv2d_nchw/fp32/32x64x56x56k64r3#0")
+    measured = case["measured"]["h100"]
+    conv = profile(PROFILES / "corpus" / measured["report"])
+    view = model_view(conv, conv.kernels[measured["report_id"]])
+    work, _ = LEVERS["tf32"](view)
+    before = view.work
+    assert before.warp_instructions_by_pipe["fp32"] > 0 and before.counts["shared_load_wavefronts"] > 0
+    assert work.warp_instructions_by_pipe["fp32"] == 0 and work.counts["shared_load_wavefronts"] == 0
+    assert work.counts["shared_store_wavefronts"] == before.counts["shared_store_wavefronts"]
+    assert work.counts["global_load_sectors"] == before.counts["global_load_sectors"]
+    assert work.warp_instructions_by_pipe["lsu"] < before.warp_instructions_by_pipe["lsu"]
+    assert view.predict(work).predicted_ns < 0.6 * view.base.predicted_ns
+
+
 def test_hand_written_kernels_are_no_library_and_the_corpus_labels_agree():
     assert all(classify(k.name) is None for k in profile(ZOO).kernels)  # gemm_wmma_kernel, sgemm_* are not cuBLAS
     relabelled = {("cublas", "cutlass"), ("cublas", "pytorch-mem-eff")}  # CUTLASS and mem-eff attention named apart now

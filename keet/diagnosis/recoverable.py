@@ -452,20 +452,33 @@ def _tensor_stand_in(view: ModelView, flops: float, precision: str) -> float:
 
 
 def _tf32(view: ModelView) -> Change | None:
-    """FP32 FFMA arithmetic on the tensor cores at the TF32 rate (same bytes)."""
+    """FP32 FFMA arithmetic on the tensor cores at the TF32 rate (same global bytes). The tensor
+    instructions read their operands from shared memory themselves, at the rate the tensor
+    microbenchmark measured (the stand-in is a wgmma with shared-memory operands), so the shared
+    loads that fed the FFMAs (LDS, their wavefronts and bank conflicts) go with the FFMAs; the
+    staging stores into shared memory stay."""
     flops = view.work.flops.get("fp32", 0.0)
     pipes = dict(view.work.warp_instructions_by_pipe)
     moved = pipes.get("fp32", 0.0)
     if flops <= 0 or moved <= 0:
         return None
     stand_in = _tensor_stand_in(view, flops, "tf32")
+    operand_loads = sum(c for op, c in _opcodes(view).items() if op.split(".", 1)[0] == "LDS")
     pipes["fp32"] = 0.0
     pipes["tensor"] = pipes.get("tensor", 0.0) + stand_in
+    if "lsu" in pipes:
+        pipes["lsu"] = max(0.0, pipes["lsu"] - operand_loads)
     tensor = dict(view.work.tensor_instructions)
     tensor[_STAND_IN] = tensor.get(_STAND_IN, 0.0) + stand_in
     counts = _counts(view)
     if "instructions" in counts:
-        counts["instructions"] = max(0.0, counts["instructions"] - moved + stand_in)
+        counts["instructions"] = max(0.0, counts["instructions"] - moved - operand_loads + stand_in)
+    loads = counts.get("shared_load_wavefronts", 0.0)
+    if loads:
+        stores = counts.get("shared_store_wavefronts", 0.0)
+        counts["shared_load_wavefronts"] = 0.0
+        if "shared_bank_conflicts" in counts:  # the stores' share of the conflicts stays
+            counts["shared_bank_conflicts"] *= stores / (stores + loads)
     flop_table = dict(view.work.flops)
     flop_table.pop("fp32", None)
     return replace(view.work, counts=counts, warp_instructions_by_pipe=pipes, tensor_instructions=tensor, flops=flop_table), (
