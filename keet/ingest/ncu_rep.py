@@ -323,7 +323,7 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
     """Read some actions of a report: runs in a worker process.
 
     Device attributes are the same for every launch on a device: read them from the
-    worker's first action on each device only (they are 166 of ~2200 metrics of an H100
+    task's first action on each device only (they are 166 of ~2200 metrics of an H100
     full-set action); _share_device_attributes gives them back to the other actions.
     """
     import ncu_report
@@ -348,7 +348,7 @@ def _device_id_of(action) -> int:
 
 
 def _share_device_attributes(records: list[_ActionRecord]) -> None:
-    """Give every action the device attributes read once per device and worker.
+    """Give every action the device attributes read once per device and read task.
 
     Reports of ncu before about 2022 have no launch__sm_count: the SM count of a kernel is
     its device__attribute_multiprocessor_count, which only the action that read the
