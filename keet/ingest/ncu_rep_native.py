@@ -45,7 +45,12 @@ _MAX_FUNCTION_BYTES = 1 << 26
 # A kept read of an action that has no per-instruction counters.
 _ABSENT = object()
 # A worker past this is ended after its answer (what the native reader decoded is never freed).
-WORKER_RSS_LIMIT_BYTES = 400 << 20
+# Lower bounds keet's memory on a big report at the price of time: a new worker loads the report
+# and its first disassembly again (80-100 MB, 0.6-0.9 s). Measured on a 46-launch full-set H100
+# report (docs/benchmarks.md): 400 MB -> 0.77 GB in 7.0 s, 640 MB -> 1.3 GB in 4.9 s, 768 MB ->
+# 1.5 GB in 4.3 s. KEET_NATIVE_WORKER_MB sets it (a positive whole number; anything else is ignored).
+_WORKER_MB = os.environ.get("KEET_NATIVE_WORKER_MB", "")
+WORKER_RSS_LIMIT_BYTES = (int(_WORKER_MB) if _WORKER_MB.isdigit() and int(_WORKER_MB) > 0 else 640) << 20
 
 
 class CorruptReport(RuntimeError):
