@@ -182,12 +182,12 @@ def _all_parts(loaders: list[Callable[[], Profile]], explain_one: Callable[[Prof
                ) -> tuple[list[Profile], dict[tuple[int, int], KernelParts], list[dict]]:
     """Each profile's diagnosis (`explain_one`), then every kernel's parts (its sections and
     figures); returns the profiles (each loaded here by its loader), the parts and the
-    diagnoses. Each profile is loaded, diagnosed and its source counters read one profile after
-    the other, through the readers' own workers
-    (keet/ingest/ncu_rep_native.py), which are let go before the next profile is read: two big
-    reports' workers never hold their decoded reports at once. The figures, pure Python, are
-    drawn in forked workers when there are enough kernels and cores to pay for them.
-    ``progress`` hears of each kernel drawn (a report of many kernels takes minutes)."""
+    diagnoses. One profile after the other is loaded, diagnosed and its source counters read,
+    through its reader's own workers (keet/ingest/ncu_rep_native.py), which are let go before
+    the next is loaded: two big reports' workers never hold their decoded reports at once. The
+    figures, pure Python, are drawn in forked workers when there are enough kernels and cores
+    to pay for them. ``progress`` hears of each kernel drawn (a report of many kernels takes
+    minutes)."""
     tell = progress or (lambda message: None)
     profiles, explained = [], []
     for number, load in enumerate(loaders, 1):
