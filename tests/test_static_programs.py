@@ -224,7 +224,9 @@ def test_cooperative_groups(toolchain_ready):
     found = by_name(static_kernels(PROGRAMS / "coop_groups.cu", "h100"))
     assert set(found) == {"block_sum", "tile_scan"} and not any(isinstance(k, StaticError) for ks in found.values() for k in ks)
     (block_sum,) = found["block_sum"]
-    assert block_sum.features.counts["global_atomic_instructions"] == 264  # one atomicAdd per block
+    # one atomicAdd per block; the sampled blocks are weighed by their memory work, and the
+    # partial last block's smaller share moves a per-block count by a fraction of a percent
+    assert block_sum.features.counts["global_atomic_instructions"] == pytest.approx(264, rel=0.002)
     assert block_sum.features.barriers > 0 and block_sum.launch.grid == (264, 1, 1)
     (scan,) = found["tile_scan"]
     assert scan.features.warp_instructions_by_pipe.get("lsu", 0) > 0  # the shuffles of the tile scan
