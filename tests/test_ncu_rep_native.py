@@ -8,6 +8,7 @@ import gc
 import os
 import select
 import time
+from collections import Counter
 from pathlib import Path
 
 from keet import load_profile
@@ -93,8 +94,10 @@ def test_reads_queued_behind_a_worker_past_its_limit_go_to_a_new_one(monkeypatch
     monkeypatch.setattr(ncu_rep_native, "WORKER_RSS_LIMIT_BYTES", 0)
     profile = load_profile(REPORT)
     native = profile.releaser.__self__
-    futures = [native.submit(0, _worker_pid) for _ in range(3)]
-    assert len({native.result(0, future) for future in futures}) == 3
+    futures = [native.submit(0, _worker_pid) for _ in range(6)]
+    answered_by = Counter(native.result(0, future) for future in futures)
+    # a worker over its limit answers the reads it already holds (IN_FLIGHT at most), no more
+    assert len(answered_by) >= 6 // ncu_rep_native.IN_FLIGHT and max(answered_by.values()) <= ncu_rep_native.IN_FLIGHT
 
 
 def test_a_released_profile_ends_its_workers_and_still_reads():

@@ -249,6 +249,12 @@ class _MetricKinds:
         }
         self.known: dict[str, tuple[object, str]] = {}
 
+    @classmethod
+    @functools.cache
+    def of_worker(cls, ncu_report) -> _MetricKinds:
+        """The worker process's one instance (its read tasks share what it learnt)."""
+        return cls(ncu_report)
+
     def describe(self, name: str, metric) -> tuple[object, str]:
         found = self.known.get(name)
         if found is None:
@@ -329,7 +335,7 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
     import ncu_report
 
     with native_errors() as errors:
-        kinds = _MetricKinds(ncu_report)
+        kinds = _MetricKinds.of_worker(ncu_report)
         records = []
         seen_devices: set[int] = set()
         for range_index, action_index in positions:

@@ -51,6 +51,9 @@ _ABSENT = object()
 # 1.5 GB in 4.3 s. KEET_NATIVE_WORKER_MB sets it (a positive whole number; anything else is ignored).
 _WORKER_MB = os.environ.get("KEET_NATIVE_WORKER_MB", "")
 WORKER_RSS_LIMIT_BYTES = (int(_WORKER_MB) if _WORKER_MB.isdigit() and int(_WORKER_MB) > 0 else 640) << 20
+# Reads a worker holds at once: the next is there when one ends (no round trip through keet
+# between them), and one worker past its limit grows by at most one more read.
+IN_FLIGHT = 2
 
 
 class CorruptReport(RuntimeError):
@@ -161,7 +164,7 @@ class NativeReport:
         self._lock = threading.RLock()
         self._pools: list[ProcessPoolExecutor | None] = [None] * max(1, workers)  # the finalizer holds the list, not self
         self._queues: list[deque] = [deque() for _ in self._pools]  # per slot: (future, function, args) not yet handed over
-        self._running: list[bool] = [False] * len(self._pools)  # per slot: a read is in its worker
+        self._running: list[int] = [0] * len(self._pools)  # per slot: reads in its worker
         self._slots: dict[Hashable, int] = {}
         # Reads asked for ahead, and reads answered, per action: later reads of the columns they hold are served from them.
         self._pending: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, int, Future]]] = {}
@@ -183,7 +186,7 @@ class NativeReport:
         self._lock = threading.RLock()
         self._pools = [None] * len(self._pools)
         self._queues = [deque() for _ in self._pools]
-        self._running = [False] * len(self._pools)
+        self._running = [0] * len(self._pools)
         self._pending = {}
         self._inline = True
 
@@ -206,9 +209,10 @@ class NativeReport:
 
     def submit(self, slot: int, function, *args) -> Future:
         """Run function(report path, *args) in a worker (which keeps what it loaded: :func:`loaded`);
-        :meth:`result` takes the answer. Reads wait in the slot's queue and go to its worker one
-        at a time: a worker that has grown past WORKER_RSS_LIMIT_BYTES is ended after its answer,
-        before it takes another read (reads queued in the worker itself would grow it further)."""
+        :meth:`result` takes the answer. Reads wait in the slot's queue and go to its worker
+        IN_FLIGHT at a time (the next is there when one ends): a worker that has grown past
+        WORKER_RSS_LIMIT_BYTES is ended after its answer and takes no more (reads queued in the
+        worker itself would grow it further)."""
         done: Future = Future()
         if self._inline:
             try:
@@ -222,23 +226,29 @@ class NativeReport:
         return done
 
     def _pump(self, slot: int) -> None:
-        """Hand the slot's next queued read to its worker (started if none) unless one is running."""
+        """Hand the slot's next queued reads to its worker (started if none) while fewer than
+        IN_FLIGHT run there."""
+        while self._pump_one(slot):
+            pass
+
+    def _pump_one(self, slot: int) -> bool:
         with self._lock:
-            if slot >= len(self._pools) or self._running[slot] or not self._queues[slot]:
-                return
+            if slot >= len(self._pools) or self._running[slot] >= IN_FLIGHT or not self._queues[slot]:
+                return False
             done, function, args = self._queues[slot].popleft()
             pool = self._pools[slot]
             if pool is None:
                 pool = self._pools[slot] = worker_pool()
-            self._running[slot] = True
+            self._running[slot] += 1
             try:
                 running = pool.submit(_run, function, str(self.plain), *args)
             except BrokenProcessPool as exc:  # its worker died before: the read fails, the next starts a new one
-                self._running[slot] = False
+                self._running[slot] -= 1
                 self._retire(slot, pool)
                 done.set_exception(exc)
-                return
+                return True
         running.add_done_callback(functools.partial(self._answered_by_worker, slot, pool, done))
+        return True
 
     def _answered_by_worker(self, slot: int, pool: ProcessPoolExecutor, done: Future, running: Future) -> None:
         """A worker's answer (in the pool's thread): end the worker if it broke or grew too large,
@@ -248,7 +258,7 @@ class NativeReport:
             self._retire(slot, pool)
         with self._lock:
             if slot < len(self._running):
-                self._running[slot] = False
+                self._running[slot] -= 1
         if exc is not None:
             done.set_exception(exc)
         else:
