@@ -95,7 +95,7 @@ def test_reads_queued_behind_a_worker_past_its_limit_go_to_a_new_one(monkeypatch
     profile = load_profile(REPORT)
     native = profile.releaser.__self__
     futures = [native.submit(0, _worker_pid) for _ in range(6)]
-    answered_by = Counter(native.result(0, future) for future in futures)
+    answered_by = Counter(native.result(future) for future in futures)
     # a worker over its limit answers the reads it already holds (IN_FLIGHT at most), no more
     assert len(answered_by) >= 6 // ncu_rep_native.IN_FLIGHT and max(answered_by.values()) <= ncu_rep_native.IN_FLIGHT
 

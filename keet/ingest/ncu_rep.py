@@ -407,7 +407,7 @@ def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | N
         futures = [(slot, native.submit(slot, _read_actions, task, keep)) for slot, task in tasks]
         parts = []
         for slot, future in futures:
-            part = native.result(slot, future)
+            part = native.result(future)
             for record in part:
                 record.slot = slot
             parts.append(part)

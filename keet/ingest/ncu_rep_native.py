@@ -167,7 +167,7 @@ class NativeReport:
         self._running: list[int] = [0] * len(self._pools)  # per slot: reads in its worker
         self._slots: dict[Hashable, int] = {}
         # Reads asked for ahead, and reads answered, per action: later reads of the columns they hold are served from them.
-        self._pending: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, int, Future]]] = {}
+        self._pending: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, Future]]] = {}
         self._frames: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, object]]] = {}
         self._sass_read: set[Hashable] = set()  # code whose SASS was asked for ahead
         self._sass: dict[tuple[Hashable, int], str | None] = {}
@@ -254,7 +254,8 @@ class NativeReport:
         """A worker's answer (in the pool's thread): end the worker if it broke or grew too large,
         pass the answer on, start the slot's next read."""
         exc = running.exception()
-        if exc is None and running.result()[1] > WORKER_RSS_LIMIT_BYTES or isinstance(exc, BrokenProcessPool):
+        answer = running.result() if exc is None else None
+        if isinstance(exc, BrokenProcessPool) or (answer is not None and answer[1] > WORKER_RSS_LIMIT_BYTES):
             self._retire(slot, pool)
         with self._lock:
             if slot < len(self._running):
@@ -262,16 +263,17 @@ class NativeReport:
         if exc is not None:
             done.set_exception(exc)
         else:
-            done.set_result(running.result())
+            done.set_result(answer)
         self._pump(slot)
 
-    def result(self, slot: int, future: Future):
+    @staticmethod
+    def result(future: Future):
         """A submitted read's answer."""
         return future.result()[0]
 
     def call(self, slot: int, function, *args):
         """:meth:`submit` and :meth:`result`."""
-        return self.result(slot, self.submit(slot, function, *args))
+        return self.result(self.submit(slot, function, *args))
 
     def _retire(self, slot: int, pool: ProcessPoolExecutor | None = None) -> None:
         """End the slot's worker (only if it is still `pool`, when given); its next read starts a new one."""
@@ -298,11 +300,11 @@ class NativeReport:
     def _ask(self, position: tuple[int, int], function, *args):
         """A later read of one action, in its slot's worker, as one clear error when it fails."""
         slot = self._slot(position)
-        return self._answered(slot, self.submit(slot, function, position, *args))
+        return self._answered(self.submit(slot, function, position, *args))
 
-    def _answered(self, slot: int, future: Future):
+    def _answered(self, future: Future):
         try:
-            answer, errors = self.result(slot, future)
+            answer, errors = self.result(future)
         except BrokenProcessPool:
             raise ProfileError(self.path, "report is corrupt (the Nsight Compute reader crashed on it)") from None
         except Exception as exc:  # noqa: BLE001 - the native reader fails in any way on a damaged payload
@@ -327,7 +329,7 @@ class NativeReport:
             self._sass_read.add(key)
         slot = self._slot(position)
         future = self.submit(slot, _prefetch_in_worker, position, columns, locate, sass_for)
-        self._pending.setdefault(position, []).append((columns, locate, slot, future))
+        self._pending.setdefault(position, []).append((columns, locate, future))
 
     def source(self, position: tuple[int, int], columns: Collection[str] | None = None, locations: bool = True
                ) -> SourceCounters | None:
@@ -336,8 +338,8 @@ class NativeReport:
         `columns`: where one of them is non-zero). Served from what was prefetched or read before
         where that holds them."""
         wanted = frozenset(columns) if columns is not None else None
-        for columns_read, located, slot, future in self._pending.pop(position, []):
-            answer, texts = self._answered(slot, future)
+        for columns_read, located, future in self._pending.pop(position, []):
+            answer, texts = self._answered(future)
             self._keep(position, columns_read, located, answer, texts)
         found = self._served(position, wanted, locations)
         if found is None:

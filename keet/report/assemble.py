@@ -249,7 +249,8 @@ def distinct_names(sources: list[str]) -> list[str]:
 def build(profiles: list[Profile | Callable[[], Profile]], title: str | None = None, progress: Progress = None) -> Report:
     """The report's content for one or more profiles (the first is the comparison's baseline),
     each given loaded or as a function that loads it (then loaded when its turn comes, after
-    the previous one is read: see _all_parts)."""
+    the previous one is read: see _all_parts). Each profile's reader is released once the report
+    has read it (Profile.release_reader): a caller's later reads of it still work, more slowly."""
     loaders = [p if callable(p) else (lambda p=p: p) for p in profiles]
     profiles, parts, documents = _all_parts(loaders, lambda p: explain(p, kernels_by_duration(p)), progress)
     names = distinct_names([str(p.source) for p in profiles])
