@@ -130,9 +130,11 @@ def explain(profile_path: str, kernel: str | None, top: int | None, fmt: str, ll
     BASELINE PROFILE` shows it, for the chosen kernels."""
     from keet.explain import explain as explain_profile
     from keet.explain import to_json, to_text
+    from keet.diagnosis import read_ahead
     from keet.ingest import load_profile
 
-    profile = load_profile(profile_path)
+    # Every kernel is diagnosed: its per-instruction counters are read with its metrics.
+    profile = load_profile(profile_path, read_ahead=read_ahead() if kernel is None else None)
     if llm_args["baseline"] and not llm_args["llm"]:
         from keet.compare import compare_loaded, render
 

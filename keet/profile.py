@@ -128,6 +128,20 @@ class Kernel:
         return (self.static_shared_bytes or 0) + (self.dynamic_shared_bytes or 0)
 
 
+@dataclass(frozen=True)
+class SourceRequest:
+    """The per-instruction counters a caller will read of every kernel, for a reader that can read
+    them together with the kernels' metrics (Nsight Compute reports: what the native reader
+    decodes for an action is kept, so one pass per action costs less than two). `columns`
+    (None: all), with file:line where one of the `locate` columns is non-zero, and the SASS at the
+    pc offsets `sass_for` (a module-level function of the counters) picks, as
+    :meth:`Kernel.prefetch_source` takes them."""
+
+    columns: frozenset[str] | None
+    sass_for: Callable[[pd.DataFrame], list[int]] | None = None
+    locate: frozenset[str] | None = None
+
+
 @dataclass
 class SourceCounters:
     """Per-instruction counters of one kernel, with their source attribution.

@@ -116,7 +116,7 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
     SOURCE.cu with no GPU: the program's host code runs against a recording CUDA runtime to
     find its launches (or the flags give one), and each kernel's PTX is interpreted on a
     sample of its blocks to count its work."""
-    from perfmodel.features import features, prefetch, raw_metrics
+    from perfmodel.features import features, prefetch, raw_metrics, source_request
     from perfmodel.model import predict as predict_kernel
 
     hardware = gpu(gpu_id)
@@ -127,7 +127,8 @@ def predict(path: str, gpu_id: str, kernel: str | None, fmt: str, explain: bool,
     given += [flag for name, flag in BUILD_OPTIONS.items() if launch_flags[name]] + (["PROGRAM_ARG"] if launch_flags["program_args"] else [])
     if given:
         raise KeetError(f"{path}: {', '.join(given)}: for CUDA sources ({', '.join(SOURCE_SUFFIXES)}) only, not profiles")
-    profile = load_profile(path, metrics=raw_metrics())
+    # Every kernel's load chains are read (unless one is chosen): with its metrics, in one pass.
+    profile = load_profile(path, metrics=raw_metrics(), read_ahead=source_request() if kernel is None else None)
     kernels = profile.select(kernel)
     if not kernels:
         raise KeetError(f"{profile.source}: no kernel matches {kernel!r}")

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field
 
 from keet.canonical import names_in, vocabulary
-from keet.profile import Kernel, Profile
+from keet.profile import Kernel, Profile, SourceRequest
 from perfmodel.hardware import SECTOR_BYTES, assumed_isa, isa
 from perfmodel.load_chains import LOAD_CHAIN_COLUMNS, load_waits, sass_needed
 
@@ -181,12 +181,19 @@ def global_atomic_ops(thread_table: dict[str, float], warp_modifiers: dict[str, 
     return out
 
 
+def source_request(also: Collection[str] = ()) -> SourceRequest:
+    """What :func:`features` reads of each kernel's per-instruction counters (the load chains'
+    columns and SASS), with the counters `also` (a caller's own, located: file:line where they
+    are non-zero)."""
+    return SourceRequest(frozenset({*LOAD_CHAIN_COLUMNS, *also}), sass_needed, frozenset(also) or None)
+
+
 def prefetch(kernels: Iterable[Kernel], also: Collection[str] = ()) -> None:
-    """Let the reader read ahead, in the background where it can, what :func:`features` will read
-    of each kernel's per-instruction counters (the load chains' columns and SASS), in this order;
-    with the counters `also` (a caller's own, located: file:line where they are non-zero)."""
+    """Let the reader read ahead, in the background where it can, :func:`source_request`'s
+    counters of each kernel, in this order."""
+    request = source_request(also)
     for kernel in kernels:
-        kernel.prefetch_source({*LOAD_CHAIN_COLUMNS, *also}, sass_needed, locate=also)
+        kernel.prefetch_source(request.columns, request.sass_for, request.locate or ())
 
 
 def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> float | None:

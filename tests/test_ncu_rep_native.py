@@ -113,3 +113,33 @@ def test_a_released_profile_ends_its_workers_and_still_reads():
         time.sleep(0.05)
     assert not _alive(workers), "the workers outlived release_reader()"
     assert profile.kernels[-1].source is not None  # a new worker answers
+
+
+def _alive_siblings(report: str) -> int:
+    """In a worker: how many of its owner's children are running (itself included)."""
+    parent = os.getppid()
+    siblings: set[int] = set()
+    for task in Path(f"/proc/{parent}/task").iterdir():
+        try:
+            siblings |= {int(pid) for pid in (task / "children").read_text().split()}
+        except FileNotFoundError:
+            continue
+    return len(_alive(siblings))
+
+
+def test_a_slot_starts_its_next_worker_only_once_the_last_has_exited(monkeypatch):
+    """A slot never holds two workers' memory: the one past its limit exits before the next starts."""
+    monkeypatch.setattr(ncu_rep_native, "WORKER_RSS_LIMIT_BYTES", 0)  # every answer retires its worker
+    before = _children()
+    profile = load_profile(REPORT)
+    native = profile.releaser.__self__
+    assert len(native._pools) == 1  # a small report: one slot
+    mine = _children() - before
+    profile.release_reader()
+    for _ in range(100):
+        if not _alive(mine):
+            break
+        time.sleep(0.05)
+    others = len(_alive(_children()))  # workers of profiles other tests of this process keep
+    answers = [native.result(native.submit(0, _alive_siblings)) for _ in range(6)]
+    assert max(answers) <= others + 1, f"{others} other workers; alive at each read: {answers}"

@@ -35,10 +35,10 @@ from keet.diagnosis.speed_of_light import (
     speed_of_light,
 )
 from keet.diagnosis.verdict import Verdict, verdict
-from keet.profile import Kernel, Profile
+from keet.profile import Kernel, Profile, SourceRequest
 from keet.rules import AMD_RULES, RULES, Finding, KernelView, Rule
 from keet.rules.amd_base import Unassessed
-from perfmodel.features import prefetch
+from perfmodel.features import prefetch, source_request
 
 # A cause outranks its symptom when fixing it would remove at least this share of the
 # symptom's load (e.g. excess sectors that are half of the saturated L2's traffic).
@@ -230,9 +230,18 @@ def _rules(profile: Profile, kernel: Kernel) -> Diagnosis:
     return Diagnosis(kernel, rank(findings), not_assessed)
 
 
+_RULE_LINES = frozenset(counter for rule in RULES for counter in rule.lines)
+
+
+def read_ahead() -> SourceRequest:
+    """The per-instruction counters :func:`diagnose` reads of every kernel, for a reader to read
+    with the kernels' metrics (``load_profile(path, read_ahead=read_ahead())``)."""
+    return source_request(_RULE_LINES)
+
+
 def diagnose(profile: Profile, kernels: list[Kernel] | None = None, model: bool = True) -> list[Diagnosis]:
     """A diagnosis per kernel (all kernels when none are given), in the order given."""
     kernels = profile.kernels if kernels is None else kernels
     if model:  # the reader reads the model's and the rules' per-instruction counters ahead
-        prefetch(kernels, also=sorted({counter for rule in RULES for counter in rule.lines}))
+        prefetch(kernels, also=_RULE_LINES)
     return [diagnose_kernel(profile, kernel, model) for kernel in kernels]

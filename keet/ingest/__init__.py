@@ -22,7 +22,7 @@ from keet.ingest.compressed import read_head
 from keet.ingest.sniff import SNIFF_BYTES
 
 if TYPE_CHECKING:
-    from keet.profile import Profile
+    from keet.profile import Profile, SourceRequest
 
 
 class Reader(Protocol):
@@ -133,14 +133,20 @@ def detect(path: str | Path) -> Reader:
     raise ProfileError(path, "is not a profile format keet reads (" + ", ".join(known) + ")")
 
 
-def load_profile(path: str | Path, metrics: Collection[str] | None = None) -> Profile:
+def load_profile(path: str | Path, metrics: Collection[str] | None = None, read_ahead: SourceRequest | None = None) -> Profile:
     """Read any supported profile into a Profile.
 
     `metrics` (raw vendor names) lets a reader skip the others where that saves time (the
     .ncu-rep reader does): the model needs about 100 of an H100 full set's 2,200.
+    `read_ahead`: per-instruction counters the caller will read of every kernel, read with the
+    metrics by a reader that says it can (``reads_ahead``; the .ncu-rep reader: in one pass per
+    action its workers stay small); other readers read them when asked.
     """
     path = Path(path)
-    return detect(path).read(path, metrics)
+    found = detect(path)
+    if read_ahead is not None and getattr(found, "reads_ahead", False):
+        return found.read(path, metrics, read_ahead=read_ahead)
+    return found.read(path, metrics)
 
 
 __all__ = ["FORMATS", "SNIFF_BYTES", "Format", "Reader", "detect", "load_profile", "reader", "readers", "register"]

@@ -6,7 +6,9 @@ import functools
 import math
 import os
 import struct
-from collections.abc import Collection
+from collections import deque
+from collections.abc import Collection, Hashable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,14 +18,16 @@ from keet.ingest import limits, register, sniff
 from keet.ingest.assemble import assemble
 from keet.ingest.compressed import Content, plain_copy
 from keet.ingest.ncu_rep_native import (
+    IN_FLIGHT,
     NativeReport,
     first_line,
     loaded,
     loaded_action,
     native_errors,
     raise_on,
+    read_ahead_in_worker,
 )
-from keet.profile import Device, Kernel, Profile, RuleResult, SourceCounters
+from keet.profile import Device, Kernel, Profile, RuleResult, SourceCounters, SourceRequest
 
 MAGIC = sniff.NCU_REP_MAGIC
 _BLOCK_PAYLOAD_SIZE = 5  # field number of PayloadSize in the report's BlockHeader message
@@ -40,8 +44,11 @@ _MAX_WORKERS = 4
 _ALWAYS_READ = ("launch__", "device__attribute_")
 _ACTIONS_PER_WORKER = 4  # below this many actions per worker another process costs more than it saves
 # Actions per read task: a big full-set action decodes to 10-20 MB that the native reader never
-# frees, so a worker is checked against its memory limit after every few (ncu_rep_native).
+# frees, so a worker is checked against its memory limit after every few (ncu_rep_native); with
+# their per-instruction counters read ahead (~15 MB more for a function's first launch in a
+# worker), after every two.
 _ACTIONS_PER_TASK = 8
+_ACTIONS_PER_TASK_AHEAD = 2
 _MAX_BLOCK_HEADER_BYTES = 1 << 24  # real block headers are at most 132 KiB (reports of ncu 2022.2-2025.3)
 
 
@@ -49,11 +56,12 @@ _MAX_BLOCK_HEADER_BYTES = 1 << 24  # real block headers are at most 132 KiB (rep
 class NcuReportReader:
     id = "ncu-rep"
     description = "Nsight Compute report (.ncu-rep), any version the ncu-report module reads"
+    reads_ahead = True  # per-instruction counters with the metrics, in one pass per action (load_profile)
 
     def sniff(self, head: bytes) -> bool:
         return sniff.ncu_rep(head)
 
-    def read(self, path: Path, metrics: Collection[str] | None = None) -> Profile:
+    def read(self, path: Path, metrics: Collection[str] | None = None, read_ahead: SourceRequest | None = None) -> Profile:
         import ncu_report  # noqa: F401 - lazily (a native library), here: forked workers inherit it loaded
 
         path = Path(path)  # compared with the copy's path below: a str would never equal it
@@ -66,12 +74,15 @@ class NcuReportReader:
         # The copy lives as long as the report's kernels: those are read from it later.
         native = NativeReport(path, plain, workers=_MAX_WORKERS)
         try:
-            records = _read_all_actions(path, native, keep)
+            records = _read_all_actions(path, native, keep, read_ahead)
             # Launches of one function (same name, same code address) have one SASS: read it once.
-            native.code = {(r.range_index, r.action_index): (r.mangled_name, r.function_base)
-                           for r in records if r.function_base is not None}
+            native.code = {(r.range_index, r.action_index): _code_of(r) for r in records if r.function_base is not None}
             for record in records:  # later reads go where the action is decoded already
-                native.assign((record.range_index, record.action_index), record.slot)
+                position = (record.range_index, record.action_index)
+                native.assign(position, record.slot)
+                if read_ahead is not None:
+                    native.read_ahead(position, read_ahead, record.ahead)
+                    record.ahead = None
             return _profile_from_records(path, native, records)
         except BaseException as exc:  # Ctrl-C too must not leave the copy or the workers behind
             native.close()
@@ -230,6 +241,35 @@ class _ActionRecord:
     opcodes: dict[str, dict[str, float]]  # per-opcode tables (instruction mix)
     function_base: int | None = None  # address of the kernel's code: launches sharing it share their SASS
     slot: int = 0  # the worker that read it (and holds it decoded)
+    ahead: tuple | None = None  # a read-ahead of its per-instruction counters (read_ahead_in_worker's answer)
+
+
+def _learn(record: _ActionRecord, request: SourceRequest, native: NativeReport, unlocated: set[Hashable]) -> None:
+    """From an action's counters read ahead: start reading its code's SASS (the first launch's
+    pcs that `request` picks), and note a code without file:line (a library built without
+    -lineinfo) that later launches need not locate."""
+    (source, _), errors = record.ahead
+    if source is None or errors:
+        return
+    code = _code_of(record)
+    frame, _, base = source
+    if request.sass_for is not None:
+        native.read_sass_ahead((record.range_index, record.action_index), code, [base + pc for pc in request.sass_for(frame)])
+    if request.columns is None:  # every instruction was located
+        sought = len(frame) > 0
+    else:
+        deciding = [name for name in request.locate or () if name in frame.columns]
+        sought = bool(deciding) and frame[deciding].to_numpy().any()
+    if sought and frame["file"].isna().all():
+        unlocated.add(code)
+
+
+def _code_of(record: _ActionRecord) -> Hashable:
+    """What launches of one function share (their SASS, file:line): its name and code address,
+    or where the report has no address the launch itself."""
+    if record.function_base is None:
+        return (record.range_index, record.action_index)
+    return (record.mangled_name, record.function_base)
 
 
 class _MetricKinds:
@@ -325,8 +365,11 @@ def _nvtx_ranges(action) -> str | None:
     return " | ".join(stacks) or None
 
 
-def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset[str] | None = None) -> list[_ActionRecord]:
-    """Read some actions of a report: runs in a worker process.
+def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset[str] | None = None,
+                  read_ahead: SourceRequest | None = None, unlocated: frozenset[Hashable] = frozenset()) -> list[_ActionRecord]:
+    """Read some actions of a report, and with `read_ahead` their per-instruction counters (no
+    SASS: :func:`_learn`; no file:line of the code in `unlocated`, which has none): runs in a
+    worker process.
 
     Device attributes are the same for every launch on a device: read them from the
     task's first action on each device only (they are 166 of ~2200 metrics of an H100
@@ -345,6 +388,10 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
             seen_devices.add(device_id)
             records.append(_read_action(action, range_index, action_index, ncu_report, kinds, skip, keep))
     raise_on(errors)
+    if read_ahead is not None:  # a damaged source view fails its later read, not the metrics
+        for record in records:
+            record.ahead = read_ahead_in_worker(report, (record.range_index, record.action_index), _code_of(record),
+                                                read_ahead, unlocated)
     return records
 
 
@@ -385,7 +432,8 @@ def _positions(report: str) -> list[tuple[int, int]]:
     return positions
 
 
-def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | None) -> list[_ActionRecord]:
+def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | None,
+                      read_ahead: SourceRequest | None) -> list[_ActionRecord]:
     """All actions, read by the report's workers: one, or up to _MAX_WORKERS for a large report.
 
     ncu-report's native action loading dominates (about 60 ms per H100 full-set action)
@@ -402,15 +450,33 @@ def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | N
         # Each slot reads every workers-th action, in tasks of a few actions: between tasks a
         # worker grown past its memory limit gives way to a new one. Every task reads device
         # attributes once: reading them is keyed to its first action.
-        mine = [positions[i::workers] for i in range(workers)]
-        tasks = [(slot, chunk[i:i + _ACTIONS_PER_TASK]) for slot, chunk in enumerate(mine) for i in range(0, len(chunk), _ACTIONS_PER_TASK)]
-        futures = [(slot, native.submit(slot, _read_actions, task, keep)) for slot, task in tasks]
+        # Tasks are handed over as workers answer (IN_FLIGHT per slot; a slot that has more to do
+        # takes fewer), each with the code known to have no file:line (finding out parses the
+        # action's code, ~17 MB). Read ahead, a code's SASS is read in slot 0 for its first launch.
+        size = _ACTIONS_PER_TASK if read_ahead is None else _ACTIONS_PER_TASK_AHEAD
+        tasks = deque(positions[i:i + size] for i in range(0, len(positions), size))
+        unlocated: set[Hashable] = set()
+        running: dict[Future, int] = {}
+
+        def hand_over(slot: int) -> None:
+            if tasks:
+                future = native.submit(slot, _read_actions, tasks.popleft(), keep, read_ahead, frozenset(unlocated))
+                running[future] = slot
+
+        for slot in range(workers):
+            for _ in range(IN_FLIGHT):
+                hand_over(slot)
         parts = []
-        for slot, future in futures:
-            part = native.result(future)
-            for record in part:
-                record.slot = slot
-            parts.append(part)
+        while running:
+            for future in wait(running, return_when=FIRST_COMPLETED).done:
+                slot = running.pop(future)
+                part = native.result(future)
+                for record in part:
+                    record.slot = slot
+                    if read_ahead is not None:
+                        _learn(record, read_ahead, native, unlocated)
+                parts.append(part)
+                hand_over(slot)
     except BrokenProcessPool:
         raise ProfileError(path, "report is corrupt (the Nsight Compute reader crashed on it)") from None
     records = sorted((record for part in parts for record in part), key=lambda r: (r.range_index, r.action_index))

@@ -37,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from keet.errors import ProfileError
-from keet.profile import SourceCounters
+from keet.profile import SourceCounters, SourceRequest
 
 FORK = multiprocessing.get_context("fork")
 # PCs of per-instruction counters lie within this of the function start.
@@ -45,12 +45,16 @@ _MAX_FUNCTION_BYTES = 1 << 26
 # A kept read of an action that has no per-instruction counters.
 _ABSENT = object()
 # A worker past this is ended after its answer (what the native reader decoded is never freed).
-# Lower bounds keet's memory on a big report at the price of time: a new worker loads the report
-# and its first disassembly again (80-100 MB, 0.6-0.9 s). Measured on a 46-launch full-set H100
-# report (docs/benchmarks.md): 400 MB -> 0.77 GB in 7.0 s, 640 MB -> 1.3 GB in 4.9 s, 768 MB ->
-# 1.5 GB in 4.3 s. KEET_NATIVE_WORKER_MB sets it (a positive whole number; anything else is ignored).
+# Lower bounds keet's memory on a big report at the price of time: a new worker starts the native
+# reader again (its first action costs ~125 MB and 0.1 s) and decodes again what it is asked
+# about. Measured on a 46-launch full-set H100 report (docs/benchmarks.md). KEET_NATIVE_WORKER_MB
+# sets it (a positive whole number; anything else is ignored).
 _WORKER_MB = os.environ.get("KEET_NATIVE_WORKER_MB", "")
-WORKER_RSS_LIMIT_BYTES = (int(_WORKER_MB) if _WORKER_MB.isdigit() and int(_WORKER_MB) > 0 else 640) << 20
+WORKER_RSS_LIMIT_BYTES = (int(_WORKER_MB) if _WORKER_MB.isdigit() and int(_WORKER_MB) > 0 else 420) << 20
+# What the disassembler takes when a process first reads SASS (measured: 96 MB and 0.43 s on an H100
+# full-set report, ncu-report 2025.3): the worker that reads SASS (one per report, where it can) may
+# grow past the limit by this much, rather than start it again in a new worker.
+DISASSEMBLER_BYTES = 96 << 20
 # Reads a worker holds at once: the next is there when one ends (no round trip through keet
 # between them), and one worker past its limit grows by at most one more read.
 IN_FLIGHT = 2
@@ -144,9 +148,10 @@ class NativeReport:
     """One report's native reads, answered by worker processes of its own.
 
     The workers read the actions' metrics when the report loads, keep it loaded, and answer the
-    kernels' later reads (source counters, SASS). Each action's later reads go to one worker
-    (its slot, given in the order actions are first asked for or warmed), so that what the native
-    reader decodes for it is decoded once. A worker that has grown past WORKER_RSS_LIMIT_BYTES is
+    kernels' later reads (source counters, SASS). Each action's later reads go to the worker that
+    read its metrics (its slot, or for an action not read yet the next slot in turn), so that the
+    native reader decodes it once (~12 MB); a worker reads the code of launches of one function
+    (their file:line and SASS: ~17 MB of parsing per action) through the first of them it holds. A worker that has grown past WORKER_RSS_LIMIT_BYTES is
     ended after its answer and its slot starts a new one on the next request: the native reader's
     memory is bounded per worker, not per report. Kernels hold bound methods of this object; when
     the last of them goes, the workers end and the decompressed copy (if the reader made one) is
@@ -165,11 +170,17 @@ class NativeReport:
         self._pools: list[ProcessPoolExecutor | None] = [None] * max(1, workers)  # the finalizer holds the list, not self
         self._queues: list[deque] = [deque() for _ in self._pools]  # per slot: (future, function, args) not yet handed over
         self._running: list[int] = [0] * len(self._pools)  # per slot: reads in its worker
-        self._slots: dict[Hashable, int] = {}
+        # per slot: its ended worker until that has exited (its reads answered): the slot's next
+        # worker starts after it, so that a slot never holds two workers' memory at once
+        self._ending: list[ProcessPoolExecutor | None] = [None] * len(self._pools)
+        self._slots: dict[tuple[int, int], int] = {}
         # Reads asked for ahead, and reads answered, per action: later reads of the columns they hold are served from them.
         self._pending: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, Future]]] = {}
         self._frames: dict[tuple[int, int], list[tuple[frozenset[str] | None, frozenset[str] | None, object]]] = {}
-        self._sass_read: set[Hashable] = set()  # code whose SASS was asked for ahead
+        # code whose SASS was asked for ahead -> the slot that read it (its worker has the
+        # disassembler started: ~100 MB and 0.4 s per process): later SASS reads go there
+        self._sass_read: dict[Hashable, int] = {}
+        self._sass_ahead: dict[Hashable, Future] = {}  # code -> its SASS read ahead (read_sass_ahead)
         self._sass: dict[tuple[Hashable, int], str | None] = {}
         self._inline = False
         self._closer = weakref.finalize(self, _close, self._pools, plain if plain != path else None, os.getpid())
@@ -182,12 +193,16 @@ class NativeReport:
         """In a process forked from the owner (a drawing or site worker): the owner's workers and
         their pending answers are not this process's (their executors' threads did not come
         along), and workers of its own would keep it from exiting (multiprocessing joins a
-        process's children before it ends): its reads run in it, which ends with its task."""
+        process's children before it ends): its reads run in it, which ends with its task. Reads
+        answered already (those read ahead) are kept."""
         self._lock = threading.RLock()
         self._pools = [None] * len(self._pools)
         self._queues = [deque() for _ in self._pools]
         self._running = [0] * len(self._pools)
-        self._pending = {}
+        self._ending = [None] * len(self._pools)
+        self._pending = {position: answered for position, reads in self._pending.items()
+                         if (answered := [read for read in reads if read[2].done()])}
+        self._sass_ahead = {code: read for code, read in self._sass_ahead.items() if read.done()}
         self._inline = True
 
     def close(self) -> None:
@@ -205,7 +220,7 @@ class NativeReport:
         for slot in range(max(1, count), len(self._pools)):
             self._retire(slot)
         with self._lock:
-            del self._pools[max(1, count):], self._queues[max(1, count):], self._running[max(1, count):]
+            del self._pools[max(1, count):], self._queues[max(1, count):], self._running[max(1, count):], self._ending[max(1, count):]
 
     def submit(self, slot: int, function, *args) -> Future:
         """Run function(report path, *args) in a worker (which keeps what it loaded: :func:`loaded`);
@@ -235,6 +250,8 @@ class NativeReport:
         with self._lock:
             if slot >= len(self._pools) or self._running[slot] >= IN_FLIGHT or not self._queues[slot]:
                 return False
+            if self._pools[slot] is None and self._ending[slot] is not None:
+                return False  # the slot's next worker starts once the ended one has exited
             done, function, args = self._queues[slot].popleft()
             pool = self._pools[slot]
             if pool is None:
@@ -245,6 +262,10 @@ class NativeReport:
             except BrokenProcessPool as exc:  # its worker died before: the read fails, the next starts a new one
                 self._running[slot] -= 1
                 self._retire(slot, pool)
+                done.set_exception(exc)
+                return True
+            except RuntimeError as exc:  # keet is exiting (reads asked ahead and never taken): no more reads
+                self._running[slot] -= 1
                 done.set_exception(exc)
                 return True
         running.add_done_callback(functools.partial(self._answered_by_worker, slot, pool, done))
@@ -281,26 +302,30 @@ class NativeReport:
             if slot >= len(self._pools) or (pool is not None and self._pools[slot] is not pool):
                 return
             pool, self._pools[slot] = self._pools[slot], None
-        if pool is not None:
-            _end_pool(pool, cancel=False)  # a read already asked of it is answered, then it ends
+            if pool is not None:
+                self._ending[slot] = pool
+        if pool is not None:  # a read already asked of it is answered, then it ends
+            _end_pool(pool, cancel=False, then=functools.partial(_ended, weakref.ref(self), slot, pool))
 
     def assign(self, position: tuple[int, int], slot: int) -> None:
-        """Later reads of this action (and of its code's other launches, unless assigned before) go
-        to the worker that has decoded it."""
+        """Later reads of this action go to the worker that has decoded it."""
         with self._lock:
-            self._slots.setdefault(self._key(position), slot)
+            self._slots.setdefault(position, slot)
 
     def _key(self, position: tuple[int, int]) -> Hashable:
         return self.code.get(position, position)
 
     def _slot(self, position: tuple[int, int]) -> int:
         with self._lock:
-            return self._slots.setdefault(self._key(position), len(self._slots) % len(self._pools))
+            return self._slots.setdefault(position, len(self._slots) % len(self._pools))
+
+    def _submit_read(self, position: tuple[int, int], function, *args) -> Future:
+        """A later read of one action, in its slot's worker, which reads its code through its first launch there."""
+        return self.submit(self._slot(position), function, position, self._key(position), *args)
 
     def _ask(self, position: tuple[int, int], function, *args):
-        """A later read of one action, in its slot's worker, as one clear error when it fails."""
-        slot = self._slot(position)
-        return self._answered(self.submit(slot, function, position, *args))
+        """A later read of one action, answered, as one clear error when it fails."""
+        return self._answered(self._submit_read(position, function, *args))
 
     def _answered(self, future: Future):
         try:
@@ -322,14 +347,33 @@ class NativeReport:
         Callers prefetch in the order they read, so that the workers decode side by side ahead
         of them. The SASS of code already read for another launch is not read again. Failures
         surface on the read itself."""
+        asked = (*self._pending.get(position, ()), *self._frames.get(position, ()))
+        if any(_covers(read[0], read[1], columns, locate) for read in asked):
+            return  # read ahead with the metrics, or prefetched before
         key = self._key(position)
         if key in self._sass_read:
             sass_for = None
         if sass_for is not None:
-            self._sass_read.add(key)
-        slot = self._slot(position)
-        future = self.submit(slot, _prefetch_in_worker, position, columns, locate, sass_for)
+            self._sass_read[key] = self._slot(position)
+        future = self._submit_read(position, _prefetch_in_worker, columns, locate, sass_for)
         self._pending.setdefault(position, []).append((columns, locate, future))
+
+    def read_ahead(self, position: tuple[int, int], request: SourceRequest, answer) -> None:
+        """Keep what a worker read of `request` with the action's metrics (:func:`read_ahead_in_worker`'s
+        answer) as if prefetched: later reads take it, failures surface on them."""
+        done: Future = Future()
+        done.set_result((answer, None))
+        self._pending.setdefault(position, []).append((request.columns, request.locate, done))
+
+    def read_sass_ahead(self, position: tuple[int, int], code: Hashable, addresses: list[int], slot: int = 0) -> None:
+        """Start reading the SASS at `addresses` of the action's code (once per code), in one
+        slot's worker: starting the disassembler costs a process ~100 MB and 0.4 s, so a
+        read-ahead reads all the SASS in one worker. :meth:`sass` takes the answer."""
+        with self._lock:
+            if code in self._sass_read:
+                return
+            self._sass_read[code] = slot
+        self._sass_ahead[code] = self.submit(slot, _sass_in_worker, position, code, addresses)
 
     def source(self, position: tuple[int, int], columns: Collection[str] | None = None, locations: bool = True
                ) -> SourceCounters | None:
@@ -379,11 +423,26 @@ class NativeReport:
     def sass(self, position: tuple[int, int], addresses: list[int]) -> dict[int, str | None]:
         """SASS text at absolute addresses of an action (None where the report cannot disassemble)."""
         key = self._key(position)
+        ahead = self._sass_ahead.pop(key, None)
+        if ahead is not None:
+            self._sass.update(((key, address), text) for address, text in self._answered(ahead).items())
         missing = [address for address in addresses if (key, address) not in self._sass]
         if missing:
-            texts = self._ask(position, _sass_in_worker, missing)
+            slot = self._sass_read.get(key, self._slot(position))
+            texts = self._answered(self.submit(slot, _sass_in_worker, position, key, missing))
             self._sass.update(((key, address), text) for address, text in texts.items())
         return {address: self._sass[key, address] for address in addresses}
+
+
+def _covers(columns: frozenset[str] | None, located: frozenset[str] | None,
+            wanted: frozenset[str] | None, locate: frozenset[str] | None) -> bool:
+    """Whether a read of `columns` located where `located` are non-zero holds a read of `wanted`
+    located where `locate` are (None columns: all, located everywhere)."""
+    if columns is None and located is None:
+        return True
+    if wanted is None or columns is None or not wanted <= columns:
+        return False
+    return locate is None or (located is not None and locate <= located)
 
 
 class _SassLoader:
@@ -417,16 +476,30 @@ os.register_at_fork(after_in_child=_forget_workers_in_child)
 _ENDING: set[threading.Thread] = set()
 
 
-def _end_pool(pool: ProcessPoolExecutor, cancel: bool) -> None:
+def _end_pool(pool: ProcessPoolExecutor, cancel: bool, then: Callable[[], None] | None = None) -> None:
     def end() -> None:
         try:
             pool.shutdown(wait=True, cancel_futures=cancel)
         finally:
             _ENDING.discard(thread)
+            if then is not None:
+                then()
 
     thread = threading.Thread(target=end, name="keet-native-end", daemon=True)
     _ENDING.add(thread)
     thread.start()
+
+
+def _ended(owner: weakref.ref, slot: int, pool: ProcessPoolExecutor) -> None:
+    """A retired worker has exited: its slot may start the next (the owner may be gone)."""
+    report = owner()
+    if report is None:
+        return
+    with report._lock:
+        if slot >= len(report._ending) or report._ending[slot] is not pool:
+            return
+        report._ending[slot] = None
+    report._pump(slot)
 
 
 def _wait_for_ending_pools() -> None:
@@ -480,11 +553,34 @@ def loaded_action(report: str, position: tuple[int, int]):
     return action
 
 
+_CODE: dict[tuple[str, Hashable], tuple[int, int]] = {}  # (report path, code) -> the position of its first launch read here
+
+
+def code_action(report: str, position: tuple[int, int], code: Hashable):
+    """The action through which this worker reads the code of `position` (file:line, SASS): the
+    first launch of the same code it was asked about. The native reader parses an action's code
+    on its first source_info or sass_by_pc (~17 MB, kept) and launches of one function share it."""
+    return loaded_action(report, _CODE.setdefault((report, code), position))
+
+
+_DISASSEMBLING = False  # this process has read SASS: the disassembler is started
+
+
 def _run(function, report: str, *args):
-    """A worker runs a read: (its answer, the worker's resident bytes after it)."""
+    """A worker runs a read: (its answer, the worker's resident bytes after it, less its
+    disassembler's, which WORKER_RSS_LIMIT_BYTES does not count)."""
     answer = function(report, *args)
     with open("/proc/self/statm") as statm:
-        return answer, int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    return answer, resident - (DISASSEMBLER_BYTES if _DISASSEMBLING else 0)
+
+
+def _sass_at(action, address: int) -> str | None:
+    """The SASS text at an absolute address of an action (None where the report cannot disassemble)."""
+    global _DISASSEMBLING
+    _DISASSEMBLING = True
+    text = action.sass_by_pc(address)
+    return None if text in ("", "???", "N/A") else text
 
 
 def _answer(read) -> tuple[object, str | None]:
@@ -498,42 +594,52 @@ def _answer(read) -> tuple[object, str | None]:
     return answer, None
 
 
-def _source_in_worker(report: str, position: tuple[int, int], wanted: frozenset[str] | None, locate: frozenset[str] | None):
-    return _answer(lambda: _read_source(loaded_action(report, position), wanted, locate))
+def _source_in_worker(report: str, position: tuple[int, int], code: Hashable, wanted: frozenset[str] | None,
+                      locate: frozenset[str] | None):
+    return _answer(lambda: _read_source(loaded_action(report, position), code_action(report, position, code), wanted, locate))
 
 
-def _sass_in_worker(report: str, position: tuple[int, int], addresses: list[int]):
+def _sass_in_worker(report: str, position: tuple[int, int], code: Hashable, addresses: list[int]):
     def read() -> dict[int, str | None]:
-        action = loaded_action(report, position)
-        return {address: _sass_text(action.sass_by_pc(address)) for address in addresses}
+        action = code_action(report, position, code)
+        return {address: _sass_at(action, address) for address in addresses}
 
     return _answer(read)
 
 
-def _prefetch_in_worker(report: str, position: tuple[int, int], columns: frozenset[str] | None, locate: frozenset[str] | None,
-                        sass_for: Callable[[pd.DataFrame], list[int]] | None):
-    """((frame, files, base) or None, {pc offset: SASS text}) of the columns and the pcs sass_for picks."""
+def _prefetch_in_worker(report: str, position: tuple[int, int], code: Hashable, columns: frozenset[str] | None,
+                        locate: frozenset[str] | None, sass_for: Callable[[pd.DataFrame], list[int]] | None,
+                        locating: bool = True):
+    """((frame, files, base) or None, {pc offset: SASS text}) of the columns and the pcs sass_for
+    picks; without `locating`, no file:line anywhere."""
     def read():
-        action = loaded_action(report, position)
-        source = _read_source(action, columns, locate)
+        coded = code_action(report, position, code)
+        source = _read_source(loaded_action(report, position), coded, columns, locate, locating)
         if source is None or sass_for is None:
             return source, {}
         frame, _, base = source
-        return source, {pc: _sass_text(action.sass_by_pc(base + pc)) for pc in sass_for(frame)}
+        return source, {pc: _sass_at(coded, base + pc) for pc in sass_for(frame)}
 
     answer, errors = _answer(read)
     return (answer if answer is not None else (None, {})), errors
 
 
-def _sass_text(text: str) -> str | None:
-    return None if text in ("", "???", "N/A") else text
+def read_ahead_in_worker(report: str, position: tuple[int, int], code: Hashable, request: SourceRequest,
+                         unlocated: Collection[Hashable] = ()):
+    """`request`'s counters of one action, in the worker that has just read its metrics (answered
+    as :func:`_prefetch_in_worker`), without SASS (:meth:`NativeReport.read_sass_ahead`), and
+    without file:line for the code in `unlocated` (keet knows it has none: finding out parses
+    the action's code, ~17 MB)."""
+    return _prefetch_in_worker(report, position, code, request.columns, request.locate, None, locating=code not in unlocated)
 
 
-def _read_source(action, wanted: frozenset[str] | None, locate: frozenset[str] | None
+def _read_source(action, coded, wanted: frozenset[str] | None, locate: frozenset[str] | None, locating: bool = True
                  ) -> tuple[pd.DataFrame, dict[str, str], int] | None:
     """Per-PC counters (source/SASS view) of one action, the `wanted` ones or all, with file:line
-    where one of the `locate` columns is non-zero (None: nowhere; for all columns: everywhere) and
-    then the embedded source files; the frame's pc is an offset from the function start (`base`).
+    where one of the `locate` columns is non-zero (None: nowhere; for all columns: everywhere;
+    nowhere without `locating`) and then the embedded source files, those two read through
+    `coded` (a launch of the same code);
+    the frame's pc is an offset from the function start (`base`).
 
     Instanced metrics are keyed by PCs, but also by block size, link, SM, sample...: keep
     those whose keys all fall inside the kernel's code (launch__function_pcs gives its start).
@@ -571,9 +677,9 @@ def _read_source(action, wanted: frozenset[str] | None, locate: frozenset[str] |
     deciding = [values for name, values in columns.items() if locate is not None and name in locate]
 
     def located(pc: int) -> bool:
-        return everywhere or any(values.get(pc) for values in deciding)
+        return locating and (everywhere or any(values.get(pc) for values in deciding))
 
-    where = [action.source_info(pc) if located(pc) else None for pc in pcs]
+    where = [coded.source_info(pc) if located(pc) else None for pc in pcs]
     frame = pd.DataFrame(
         {
             "pc": [pc - base for pc in pcs],
@@ -582,5 +688,5 @@ def _read_source(action, wanted: frozenset[str] | None, locate: frozenset[str] |
             **{name: [values.get(pc, 0.0) for pc in pcs] for name, values in columns.items()},
         }
     )
-    files = dict(action.source_files().items()) if everywhere or locate else {}
+    files = dict(coded.source_files().items()) if locating and (everywhere or locate) else {}
     return frame, files, base

@@ -20,10 +20,16 @@ from keet import __version__
 from keet.analysis.compare import Comparison, Side, delta, match
 from keet.explain import explain
 from keet.ingest import load_profile
-from keet.profile import Kernel, Profile
+from keet.profile import Kernel, Profile, SourceRequest
 from keet.report import figures, sections
 from keet.summary import kernels_by_duration
 from perfmodel.features import prefetch
+from perfmodel.load_chains import sass_needed
+
+# What a page reads of every kernel's per-instruction counters: all of them, located everywhere
+# (the hotspots and the source view), with the model's SASS; a reader that can reads them with
+# the kernels' metrics (load_profile).
+READ_AHEAD = SourceRequest(columns=None, sass_for=sass_needed)
 
 # Told what the report is working on (a status line on a terminal; see keet.cli_options).
 Progress = Callable[[str], None] | None
@@ -308,7 +314,7 @@ def write_report(paths: list[str | Path], out: str | Path, title: str | None = N
     def loader(number: int, path: str | Path) -> Callable[[], Profile]:
         def load() -> Profile:
             tell(f"reading profile {number}/{len(paths)}: {Path(path).name}")
-            return load_profile(path)
+            return load_profile(path, read_ahead=READ_AHEAD)
         return load
 
     report = build([loader(number, path) for number, path in enumerate(paths, 1)], title, progress)

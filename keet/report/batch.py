@@ -169,7 +169,9 @@ _BUILD_LOCK = threading.Lock()
 
 def _load(path: str):
     """Read one profile (the seam tests use to plant a failure)."""
-    return load_profile(path)
+    from keet.report.assemble import READ_AHEAD
+
+    return load_profile(path, read_ahead=READ_AHEAD)
 
 
 def _render(job: PageJob) -> tuple[str, dict[str, Any] | None, int, list[str]]:

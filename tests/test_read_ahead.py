@@ -1,0 +1,93 @@
+"""Reading a report's per-instruction counters with its metrics (``load_profile(path,
+read_ahead=...)``, keet/ingest/ncu_rep.py): the same answers as reading them later, in one pass
+per action, with the SASS read once per code and no file:line sought where a code has none."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from keet import load_profile
+from keet.diagnosis import read_ahead
+from keet.explain import explain, to_json
+from keet.ingest import ncu_rep, ncu_rep_native
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "profiles" / "h100" / "zoo_all.ncu-rep.xz"  # 34 launches of 32 functions, built with -lineinfo
+
+
+@pytest.fixture(scope="module")
+def zoo_read_ahead():
+    return load_profile(ZOO, read_ahead=read_ahead())
+
+
+def test_read_ahead_explains_as_reading_later(zoo_read_ahead):
+    assert to_json(explain(zoo_read_ahead)) == to_json(explain(load_profile(ZOO)))
+
+
+def test_read_ahead_leaves_no_source_read_for_later(zoo_read_ahead, monkeypatch):
+    native = zoo_read_ahead.releaser.__self__
+    asked: list[str] = []
+    submit = native.submit
+    monkeypatch.setattr(native, "submit", lambda slot, function, *args: asked.append(function.__name__) or submit(slot, function, *args))
+    explain(zoo_read_ahead)
+    assert not [name for name in asked if name != "_sass_in_worker"], asked
+    assert len(native._sass_read) == len(set(native.code.values())), "a function's SASS was not read ahead, or read twice"
+
+
+def _read_ahead_of(path: Path, unlocated: frozenset = frozenset()) -> list:
+    profile = load_profile(path)
+    native = profile.releaser.__self__
+    positions = native.call(0, ncu_rep._positions)
+    return native.call(0, ncu_rep._read_actions, positions[:1], None, read_ahead(), unlocated)
+
+
+def test_a_code_without_file_line_is_learnt_and_not_located_again():
+    request = read_ahead()
+    (lined,) = _read_ahead_of(ZOO)
+    (source, _), errors = lined.ahead
+    assert not errors and source[0]["file"].notna().any()
+    native, unlocated = _Native(), set()
+    ncu_rep._learn(lined, request, native, unlocated)
+    assert not unlocated  # a kernel built with -lineinfo is located
+    assert [code for _, code, _ in native.sass] == [ncu_rep._code_of(lined)]  # and its SASS read ahead
+
+    # the same counters as a library built without -lineinfo gives them: no file:line anywhere
+    frame, files, base = source
+    lineless = dataclasses.replace(lined, ahead=(((frame.assign(file=None, line=None), {}, base), {}), None))
+    ncu_rep._learn(lineless, request, _Native(), unlocated)
+    assert unlocated == {ncu_rep._code_of(lined)}
+
+    (told,) = _read_ahead_of(ZOO, frozenset({ncu_rep._code_of(lined)}))
+    (source, _), _ = told.ahead
+    assert source[0]["file"].isna().all() and source[0].drop(columns=["file", "line"]).equals(lined.ahead[0][0][0].drop(columns=["file", "line"]))
+
+
+class _Native:
+    """Records the SASS reads _learn starts (a stand-in for NativeReport.read_sass_ahead)."""
+
+    def __init__(self) -> None:
+        self.sass: list = []
+
+    def read_sass_ahead(self, position, code, addresses) -> None:
+        self.sass.append((position, code, addresses))
+
+
+def test_a_worker_reads_one_code_through_its_first_launch(zoo_read_ahead):
+    native = zoo_read_ahead.releaser.__self__
+    launches: dict = {}
+    for position, code in native.code.items():
+        launches.setdefault(code, []).append(position)
+    code, repeated = next((code, positions) for code, positions in launches.items() if len(positions) > 1)
+    later_first = list(reversed(repeated))
+    assert native.call(0, _code_read_through, later_first, code) == (later_first[0], True)
+
+
+def _code_read_through(report: str, positions: list[tuple[int, int]], code) -> tuple[tuple[int, int], bool]:
+    """In a worker: the launch through which it reads the code of these launches, asked in this
+    order, and whether all of them were read through that one action."""
+    ncu_rep_native._CODE.pop((report, code), None)
+    actions = [ncu_rep_native.code_action(report, position, code) for position in positions]
+    return ncu_rep_native._CODE[report, code], all(action is actions[0] for action in actions)
