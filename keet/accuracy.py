@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from keet.diagnosis import diagnose_kernel
+from keet.diagnosis import diagnose_kernel, read_ahead
 from keet.errors import KeetError
 from keet.ingest import load_profile
 from keet.project_data import corpus_manifest
@@ -51,7 +51,7 @@ def score(gpu: str, manifest_path: Path | None = None) -> list[Scored]:
     manifest = json.loads(manifest_path.read_text())
     if gpu not in manifest["gpus"]:
         raise KeetError(f"{manifest_path}: no GPU {gpu!r} in the zoo (it has {', '.join(manifest['gpus'])})")
-    profile = load_profile(manifest_path.parent / manifest["gpus"][gpu]["combined_report"])
+    profile = load_profile(manifest_path.parent / manifest["gpus"][gpu]["combined_report"], read_ahead=read_ahead())
     scored = []
     for entry in manifest["kernels"]:
         kernel = profile.kernels[entry["measured"][gpu]["combined_report_id"]]

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from keet.diagnosis import diagnose_kernel
+from keet.diagnosis import diagnose_kernel, read_ahead
 from keet.diagnosis.speed_of_light import COMPUTE, MEMORY_BANDWIDTH
 from keet.diagnosis.verdict import CLEAR_MARGIN
 from keet.ingest import load_profile
@@ -99,7 +99,7 @@ def verdicts(manifest: dict, gpu: str = "h100", progress: Callable[[str], None] 
     for report in manifest["gpus"][gpu]["reports"]:
         if progress:
             progress(f"diagnosing {report}")
-        profile = load_profile(root / report)
+        profile = load_profile(root / report, read_ahead=read_ahead())
         for entry in manifest["kernels"]:
             measured = entry["measured"].get(gpu)
             if not measured or measured["report"] != report:

@@ -128,9 +128,9 @@ def explain(profile_path: str, kernel: str | None, top: int | None, fmt: str, ll
     """Explain what bounds each kernel of PROFILE, longest first, with evidence and fixes.
     With --baseline (and no --llm): PROFILE compared with the baseline, as `keet compare
     BASELINE PROFILE` shows it, for the chosen kernels."""
+    from keet.diagnosis import read_ahead
     from keet.explain import explain as explain_profile
     from keet.explain import to_json, to_text
-    from keet.diagnosis import read_ahead
     from keet.ingest import load_profile
 
     # Every kernel is diagnosed: its per-instruction counters are read with its metrics.
@@ -138,7 +138,7 @@ def explain(profile_path: str, kernel: str | None, top: int | None, fmt: str, ll
     if llm_args["baseline"] and not llm_args["llm"]:
         from keet.compare import compare_loaded, render
 
-        baseline = load_profile(llm_args["baseline"])
+        baseline = load_profile(llm_args["baseline"], read_ahead=read_ahead() if kernel is None else None)
         with progress("keet explain") as show:
             result = compare_loaded(baseline, profile, _selected(profile, kernel) if kernel else None, top, progress=show)
         click.echo(render(result, fmt, text_width()), nl=False)

@@ -244,6 +244,7 @@ def compare_paths(base: str | Path, new: str | Path, *, threshold: float = DEFAU
     """Read and compare: every pair of profiles (two files, or two folders' files paired by
     name). Every input is read before anything is compared, so a bad one stops the command
     before any output."""
+    from keet.diagnosis import read_ahead
     from keet.ingest import load_profile
 
     tell = progress or (lambda message: None)
@@ -252,7 +253,7 @@ def compare_paths(base: str | Path, new: str | Path, *, threshold: float = DEFAU
     loaded = []
     for number, (a, b) in enumerate(pairs, 1):
         tell(f"reading profile pair {number}/{len(pairs)}: {a.name}")
-        left, right = load_profile(a), load_profile(b)
+        left, right = (load_profile(path, read_ahead=read_ahead()) for path in (a, b))
         if ranges is not None:
             check_ranges(left, list(ranges))
             check_ranges(right, list(ranges.values()))

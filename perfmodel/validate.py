@@ -19,7 +19,7 @@ from keet.errors import KeetError
 from keet.ingest import load_profile
 from keet.names import function_base_name
 from perfmodel import published
-from perfmodel.features import KernelFeatures, features, raw_metrics
+from perfmodel.features import KernelFeatures, features, raw_metrics, source_request
 from perfmodel.hardware import GPU, gpu, gpu_ids_in_listing_order
 from perfmodel.model import Prediction, predict
 from perfmodel.static import corpus as program_corpus
@@ -90,7 +90,7 @@ def zoo_features(manifest: dict, root: Path) -> dict[str, dict[str, KernelFeatur
     """GPU -> program -> features, from each GPU's combined zoo report (only the model's metrics read)."""
     out = {}
     for gpu_id, entry in manifest["gpus"].items():
-        profile = load_profile(root / entry["combined_report"], metrics=raw_metrics())
+        profile = load_profile(root / entry["combined_report"], metrics=raw_metrics(), read_ahead=source_request())
         out[gpu_id] = {k["program"]: features(profile, profile.kernels[k["measured"][gpu_id]["combined_report_id"]])
                        for k in manifest["kernels"] if gpu_id in k.get("measured", {})}
     return out

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from keet.ingest import load_profile
-from perfmodel.features import KernelFeatures, features, prefetch, raw_metrics
+from perfmodel.features import KernelFeatures, features, raw_metrics, source_request
 from perfmodel.hardware import gpu
 from perfmodel.model import predict
 from perfmodel.terms.base import ISOLATED
@@ -48,8 +48,7 @@ def corpus_features(manifest: dict, progress: Callable[[str], None] | None = Non
         for report in facts["reports"]:
             if progress:
                 progress(f"reading {report}")
-            profile = load_profile(root / report, metrics=raw_metrics())
-            prefetch(profile.kernels)
+            profile = load_profile(root / report, metrics=raw_metrics(), read_ahead=source_request())
             for entry in manifest["kernels"]:
                 measured = entry["measured"].get(gpu_id)
                 if not measured or measured.get("report") != report:

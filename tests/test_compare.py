@@ -48,6 +48,7 @@ from keet.compare import (
     to_junit,
     to_text,
 )
+from keet.diagnosis import read_ahead
 from keet.errors import ProfileError
 from keet.ingest import load_profile
 from keet.profile import METRIC_COLUMNS, Device, Kernel, Profile
@@ -83,7 +84,7 @@ def invoke(*args: str | Path) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def zoo() -> tuple[Profile, Profile]:
-    return load_profile(H100 / "zoo_all.ncu-rep.xz"), load_profile(H200 / "zoo_all.ncu-rep.xz")
+    return load_profile(H100 / "zoo_all.ncu-rep.xz", read_ahead=read_ahead()), load_profile(H200 / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
 
 
 def measured_direction(h100_ms: float, h200_ms: float, noise: float = DEFAULT_NOISE) -> str:
@@ -272,7 +273,7 @@ def test_folders_pair_profiles_by_name(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def partpairs() -> Profile:
-    return load_profile(CORPUS / "h100" / "h100_partpairs.ncu-rep.xz")
+    return load_profile(CORPUS / "h100" / "h100_partpairs.ncu-rep.xz", read_ahead=read_ahead())
 
 
 def test_a_timings_file_gives_every_launch_its_repeated_runs(partpairs: Profile) -> None:
@@ -568,7 +569,7 @@ def test_corpus_before_after_pairs(corpus_manifest: dict) -> None:
             profiled.setdefault(k["case"], k["measured"]["h100"]["report"])
     pairs = [p for p in corpus_manifest["pairs"] if p["before"] in profiled and p["after"] in profiled]
     assert len(pairs) == 18
-    reports = {name: load_profile(CORPUS / name) for name in sorted({profiled[p[s]] for p in pairs for s in ("before", "after")})}
+    reports = {name: load_profile(CORPUS / name, read_ahead=read_ahead()) for name in sorted({profiled[p[s]] for p in pairs for s in ("before", "after")})}
     by_range = 0
     for pair in pairs:
         before, after = reports[profiled[pair["before"]]], reports[profiled[pair["after"]]]

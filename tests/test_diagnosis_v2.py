@@ -14,7 +14,7 @@ import pytest
 from grounding import explanation_numbers, grounded
 
 from keet import load_profile
-from keet.diagnosis import RULE_WEIGHT, diagnose_kernel
+from keet.diagnosis import RULE_WEIGHT, diagnose_kernel, read_ahead
 from keet.diagnosis.libraries import classify, library_of
 from keet.explain import explain, to_text
 
@@ -28,7 +28,7 @@ CORPUS = json.loads((PROFILES / "corpus" / "manifest.json").read_text())
 
 @cache
 def profile(path: Path):
-    return load_profile(path)
+    return load_profile(path, read_ahead=read_ahead())
 
 
 @cache

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from keet import load_profile
+from keet.diagnosis import read_ahead
 from perfmodel import occupancy
 from perfmodel.hardware import gpu
 
@@ -15,7 +16,7 @@ PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 
 @pytest.mark.parametrize("gpu_id", ["h100", "h200"])
 def test_nvidia_limits_match_nsight_compute_on_the_zoo(gpu_id):
-    profile = load_profile(PROFILES / gpu_id / "zoo_all.ncu-rep.xz")
+    profile = load_profile(PROFILES / gpu_id / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
     hardware = gpu(gpu_id)
     checked = 0
     for kernel in profile.kernels:

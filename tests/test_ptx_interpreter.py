@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from keet.diagnosis import read_ahead
 from perfmodel.static.interpreter import (
     Interpreter,
     MemoryFault,
@@ -35,7 +36,7 @@ def kernels():
 @pytest.fixture(scope="module")
 def zoo_profile():
     from keet import load_profile
-    return load_profile(ROOT / "profiles" / "h100" / "zoo_all.ncu-rep.xz")
+    return load_profile(ROOT / "profiles" / "h100" / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
 
 
 def test_parser_reads_declarations_and_operands(kernels):

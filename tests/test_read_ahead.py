@@ -55,7 +55,7 @@ def test_a_code_without_file_line_is_learnt_and_not_located_again():
     assert [code for _, code, _ in native.sass] == [ncu_rep._code_of(lined)]  # and its SASS read ahead
 
     # the same counters as a library built without -lineinfo gives them: no file:line anywhere
-    frame, files, base = source
+    frame, _, base = source
     lineless = dataclasses.replace(lined, ahead=(((frame.assign(file=None, line=None), {}, base), {}), None))
     ncu_rep._learn(lineless, request, _Native(), unlocated)
     assert unlocated == {ncu_rep._code_of(lined)}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from keet.diagnosis import read_ahead
 from keet.ingest import load_profile
 from perfmodel.features import KernelFeatures, features
 from perfmodel.hardware import gpu, gpu_id_for_device_name, gpu_ids
@@ -27,7 +28,7 @@ MB = 1e6
 
 @pytest.fixture(scope="module")
 def zoo() -> dict[str, KernelFeatures]:
-    profile = load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz")
+    profile = load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
     return {kernel.name: features(profile, kernel) for kernel in profile.kernels}
 
 

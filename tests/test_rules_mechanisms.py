@@ -17,6 +17,7 @@ import pytest
 from grounding import explanation_numbers, grounded
 
 from keet import load_profile
+from keet.diagnosis import read_ahead
 from keet.profile import Kernel, Profile
 from keet.rules import RULES, Finding, KernelView
 from keet.rules.atomic_contention import HOT, SPREAD, hot_slice
@@ -38,19 +39,19 @@ CORPUS = PROFILES / "corpus" / "h100"
 
 @pytest.fixture(scope="module")
 def zoo() -> Profile:
-    return load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz")
+    return load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
 
 
 @pytest.fixture(scope="module")
 def part2() -> Profile:
     """PyTorch index/scatter/sort kernels, CUB radix sort, cuBLAS nvjet (HGMMA)."""
-    return load_profile(CORPUS / "h100_part2.ncu-rep.xz")
+    return load_profile(CORPUS / "h100_part2.ncu-rep.xz", read_ahead=read_ahead())
 
 
 @pytest.fixture(scope="module")
 def pairs() -> Profile:
     """The corpus before/after pairs: layer norms, cuBLAS nvjet (HGMMA), cuDNN layout kernels."""
-    return load_profile(CORPUS / "h100_partpairs.ncu-rep.xz")
+    return load_profile(CORPUS / "h100_partpairs.ncu-rep.xz", read_ahead=read_ahead())
 
 
 def kernel(profile: Profile, key: int | str, name: str = "") -> Kernel:

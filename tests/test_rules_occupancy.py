@@ -16,7 +16,7 @@ import pytest
 from grounding import NUMBER, grounded
 
 from keet import load_profile
-from keet.diagnosis import diagnose_kernel
+from keet.diagnosis import diagnose_kernel, read_ahead
 from keet.profile import Profile
 from keet.rules import RULES, Finding, KernelView
 from perfmodel.hardware import gpu as hardware_gpu
@@ -59,7 +59,7 @@ ABSENT = [
 
 @pytest.fixture(scope="module")
 def zoo() -> dict[str, Profile]:
-    return {gpu: load_profile(PROFILES / MANIFEST["gpus"][gpu]["combined_report"]) for gpu in GPUS}
+    return {gpu: load_profile(PROFILES / MANIFEST["gpus"][gpu]["combined_report"], read_ahead=read_ahead()) for gpu in GPUS}
 
 
 def ranked(profile: Profile, kernel: str) -> list[Finding]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from keet import load_profile
+from keet.diagnosis import read_ahead
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
@@ -26,7 +27,7 @@ ENTRIES = [(gpu, entry) for gpu in GPUS for entry in MANIFEST["kernels"]]
 
 @cache
 def combined(gpu: str):
-    return load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz")
+    return load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
 
 
 def test_manifest_covers_the_zoo():

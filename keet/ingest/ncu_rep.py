@@ -27,7 +27,14 @@ from keet.ingest.ncu_rep_native import (
     raise_on,
     read_ahead_in_worker,
 )
-from keet.profile import Device, Kernel, Profile, RuleResult, SourceCounters, SourceRequest
+from keet.profile import (
+    Device,
+    Kernel,
+    Profile,
+    RuleResult,
+    SourceCounters,
+    SourceRequest,
+)
 
 MAGIC = sniff.NCU_REP_MAGIC
 _BLOCK_PAYLOAD_SIZE = 5  # field number of PayloadSize in the report's BlockHeader message

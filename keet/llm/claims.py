@@ -231,12 +231,13 @@ def _templates(own: str, hardware: dict[str, float]) -> dict[str, Callable[[dict
 def _context(path: Path) -> tuple[Any, dict[str, Any], Any, str]:
     """The profile, keet explain's document, the fact book (profile, findings, predictions) and
     the profile's GPU id."""
+    from keet.diagnosis import read_ahead
     from keet.explain import explain
     from keet.ingest import load_profile
     from keet.llm.verify import FactBook, finding_facts, prediction_facts, profile_facts
     from perfmodel.hardware import gpu_id_for_device_name
 
-    profile = load_profile(path)
+    profile = load_profile(path, read_ahead=read_ahead())
     own = gpu_id_for_device_name(profile.device.name)
     document = explain(profile)
     book = FactBook()

@@ -46,11 +46,12 @@ def _measured(profiles: Path) -> dict[str, dict[str, Any]]:
 
 def explanation_context(program: str, profiles: str | Path | None = None) -> str:
     """keet explain's text for the kernel's H100 profile (top findings), as a model reads it."""
+    from keet.diagnosis import read_ahead
     from keet.explain import explain, to_text
     from keet.ingest import load_profile
 
     profiles = profiles_dir(profiles)
-    profile = load_profile(profiles / "h100" / "ncu" / f"{program}.ncu-rep.xz")
+    profile = load_profile(profiles / "h100" / "ncu" / f"{program}.ncu-rep.xz", read_ahead=read_ahead())
     text = to_text(explain(profile, None, CONTEXT_FINDINGS))
     # the header line names the file: where the zoo lies is no part of the question
     return "\n".join(line for line in text.splitlines() if not line.startswith(str(profiles)))

@@ -102,11 +102,12 @@ def profile_candidate(executable: Path, problem: Problem, inputs_dir: Path, work
 
 def explain_existing(report: Path) -> ProfileResult:
     """The explanation of a profile recorded earlier (any format keet reads, .xz included)."""
+    from keet.diagnosis import read_ahead
     from keet.explain import explain, to_text
     from keet.ingest import load_profile
 
     try:
-        document = explain(load_profile(report))
+        document = explain(load_profile(report, read_ahead=read_ahead()))
     except Exception as exc:  # noqa: BLE001 - recorded in the run, like a failed profile
         return ProfileResult(False, f"the given profile could not be explained: {type(exc).__name__}: {exc}")
     return ProfileResult(True, f"explained the given profile {report}", report, document, to_text(document), categories_of(document))
