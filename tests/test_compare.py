@@ -569,7 +569,7 @@ def test_corpus_before_after_pairs(corpus_manifest: dict) -> None:
             profiled.setdefault(k["case"], k["measured"]["h100"]["report"])
     pairs = [p for p in corpus_manifest["pairs"] if p["before"] in profiled and p["after"] in profiled]
     assert len(pairs) == 18
-    reports = {name: load_profile(CORPUS / name, read_ahead=read_ahead()) for name in sorted({profiled[p[s]] for p in pairs for s in ("before", "after")})}
+    reports = {name: load_profile(CORPUS / name) for name in sorted({profiled[p[s]] for p in pairs for s in ("before", "after")})}
     by_range = 0
     for pair in pairs:
         before, after = reports[profiled[pair["before"]]], reports[profiled[pair["after"]]]

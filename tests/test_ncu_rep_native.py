@@ -75,7 +75,7 @@ def test_workers_end_when_the_profile_is_collected():
 
 
 def test_a_worker_past_its_memory_limit_is_replaced_and_reads_go_on(monkeypatch):
-    monkeypatch.setattr(ncu_rep_native, "WORKER_RSS_LIMIT_BYTES", 0)  # every answer retires its worker
+    monkeypatch.setattr(ncu_rep_native, "WORKER_LIMIT_BYTES", 0)  # every answer retires its worker
     profile = load_profile(REPORT)
     first = profile.kernels[0].source
     assert first is not None and len(first.instructions)
@@ -91,7 +91,7 @@ def _worker_pid(report: str) -> int:
 
 def test_reads_queued_behind_a_worker_past_its_limit_go_to_a_new_one(monkeypatch):
     """Reads wait in keet, not in the worker: one that grew too large takes no more of them."""
-    monkeypatch.setattr(ncu_rep_native, "WORKER_RSS_LIMIT_BYTES", 0)
+    monkeypatch.setattr(ncu_rep_native, "WORKER_LIMIT_BYTES", 0)
     profile = load_profile(REPORT)
     native = profile.releaser.__self__
     futures = [native.submit(0, _worker_pid) for _ in range(6)]
@@ -129,7 +129,7 @@ def _alive_siblings(report: str) -> int:
 
 def test_a_slot_starts_its_next_worker_only_once_the_last_has_exited(monkeypatch):
     """A slot never holds two workers' memory: the one past its limit exits before the next starts."""
-    monkeypatch.setattr(ncu_rep_native, "WORKER_RSS_LIMIT_BYTES", 0)  # every answer retires its worker
+    monkeypatch.setattr(ncu_rep_native, "WORKER_LIMIT_BYTES", 0)  # every answer retires its worker
     before = _children()
     profile = load_profile(REPORT)
     native = profile.releaser.__self__

@@ -50,7 +50,7 @@ _ABSENT = object()
 # about. Measured on a 46-launch full-set H100 report (docs/benchmarks.md). KEET_NATIVE_WORKER_MB
 # sets it (a positive whole number; anything else is ignored).
 _WORKER_MB = os.environ.get("KEET_NATIVE_WORKER_MB", "")
-WORKER_RSS_LIMIT_BYTES = (int(_WORKER_MB) if _WORKER_MB.isdigit() and int(_WORKER_MB) > 0 else 420) << 20
+WORKER_LIMIT_BYTES = (int(_WORKER_MB) if _WORKER_MB.isdigit() and int(_WORKER_MB) > 0 else 360) << 20
 # What the disassembler takes when a process first reads SASS (measured: 96 MB and 0.43 s on an H100
 # full-set report, ncu-report 2025.3): the worker that reads SASS (one per report, where it can) may
 # grow past the limit by this much, rather than start it again in a new worker.
@@ -151,7 +151,7 @@ class NativeReport:
     kernels' later reads (source counters, SASS). Each action's later reads go to the worker that
     read its metrics (its slot, or for an action not read yet the next slot in turn), so that the
     native reader decodes it once (~12 MB); a worker reads the code of launches of one function
-    (their file:line and SASS: ~17 MB of parsing per action) through the first of them it holds. A worker that has grown past WORKER_RSS_LIMIT_BYTES is
+    (their file:line and SASS: ~17 MB of parsing per action) through the first of them it holds. A worker that has grown past WORKER_LIMIT_BYTES is
     ended after its answer and its slot starts a new one on the next request: the native reader's
     memory is bounded per worker, not per report. Kernels hold bound methods of this object; when
     the last of them goes, the workers end and the decompressed copy (if the reader made one) is
@@ -226,7 +226,7 @@ class NativeReport:
         """Run function(report path, *args) in a worker (which keeps what it loaded: :func:`loaded`);
         :meth:`result` takes the answer. Reads wait in the slot's queue and go to its worker
         IN_FLIGHT at a time (the next is there when one ends): a worker that has grown past
-        WORKER_RSS_LIMIT_BYTES is ended after its answer and takes no more (reads queued in the
+        WORKER_LIMIT_BYTES is ended after its answer and takes no more (reads queued in the
         worker itself would grow it further)."""
         done: Future = Future()
         if self._inline:
@@ -276,7 +276,7 @@ class NativeReport:
         pass the answer on, start the slot's next read."""
         exc = running.exception()
         answer = running.result() if exc is None else None
-        if isinstance(exc, BrokenProcessPool) or (answer is not None and answer[1] > WORKER_RSS_LIMIT_BYTES):
+        if isinstance(exc, BrokenProcessPool) or (answer is not None and answer[1] > WORKER_LIMIT_BYTES):
             self._retire(slot, pool)
         with self._lock:
             if slot < len(self._running):
@@ -567,12 +567,18 @@ _DISASSEMBLING = False  # this process has read SASS: the disassembler is starte
 
 
 def _run(function, report: str, *args):
-    """A worker runs a read: (its answer, the worker's resident bytes after it, less its
-    disassembler's, which WORKER_RSS_LIMIT_BYTES does not count)."""
+    """A worker runs a read: (its answer, the worker's own bytes after it, less its
+    disassembler's, which WORKER_LIMIT_BYTES does not count)."""
     answer = function(report, *args)
-    with open("/proc/self/statm") as statm:
-        resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    return answer, resident - (DISASSEMBLER_BYTES if _DISASSEMBLING else 0)
+    return answer, private_bytes() - (DISASSEMBLER_BYTES if _DISASSEMBLING else 0)
+
+
+def private_bytes() -> int:
+    """This process's private memory (resident pages no other process shares): a worker forked
+    from a large process (a test session, a site build) starts with that process's pages, shared
+    until written, which are not the worker's to count."""
+    with open("/proc/self/smaps_rollup") as rollup:
+        return sum(int(line.split()[1]) for line in rollup if line.startswith(("Private_Clean:", "Private_Dirty:"))) << 10
 
 
 def _sass_at(action, address: int) -> str | None:
