@@ -106,7 +106,7 @@ def _evaluate(formula: Formula, wide: Mapping[str, np.ndarray]) -> np.ndarray | 
         return product
     if op == "/":
         numerator, denominator = values
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a huge ratio is inf, as a damaged file gives
             return np.where(np.asarray(denominator) != 0, np.divide(numerator, denominator), np.nan)
     raise ValueError(f"unknown operator {op!r} in canonical formula {formula!r}")
 
