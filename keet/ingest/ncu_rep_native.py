@@ -44,11 +44,13 @@ FORK = multiprocessing.get_context("fork")
 _MAX_FUNCTION_BYTES = 1 << 26
 # A kept read of an action that has no per-instruction counters.
 _ABSENT = object()
-# A worker past this is ended after its answer (what the native reader decoded is never freed).
-# Lower bounds keet's memory on a big report at the price of time: a new worker starts the native
-# reader again (its first action costs ~125 MB and 0.1 s) and decodes again what it is asked
-# about. Measured on a 46-launch full-set H100 report (docs/benchmarks.md). KEET_NATIVE_WORKER_MB
-# sets it (a positive whole number; anything else is ignored).
+# A worker whose private memory is past this is ended after its answer (what the native reader
+# decoded is never freed). Lower bounds keet's memory on a big report at the price of time: a new
+# worker starts the native reader again (its first action costs ~125 MB and 80 ms) and decodes
+# again what it is asked about (nothing, where the caller read ahead). On a 46-launch full-set
+# H100 report (docs/benchmarks.md): 300 MB -> 0.75 GB in 4.0 s, 360 MB -> 0.83 GB in 3.4 s,
+# 512 MB -> 1.2 GB in 3.5 s. KEET_NATIVE_WORKER_MB sets it (a positive whole number; anything
+# else is ignored).
 _WORKER_MB = os.environ.get("KEET_NATIVE_WORKER_MB", "")
 WORKER_LIMIT_BYTES = (int(_WORKER_MB) if _WORKER_MB.isdigit() and int(_WORKER_MB) > 0 else 360) << 20
 # What the disassembler takes when a process first reads SASS (measured: 96 MB and 0.43 s on an H100
@@ -151,9 +153,10 @@ class NativeReport:
     kernels' later reads (source counters, SASS). Each action's later reads go to the worker that
     read its metrics (its slot, or for an action not read yet the next slot in turn), so that the
     native reader decodes it once (~12 MB); a worker reads the code of launches of one function
-    (their file:line and SASS: ~17 MB of parsing per action) through the first of them it holds. A worker that has grown past WORKER_LIMIT_BYTES is
-    ended after its answer and its slot starts a new one on the next request: the native reader's
-    memory is bounded per worker, not per report. Kernels hold bound methods of this object; when
+    (their file:line and SASS: ~17 MB of parsing per action) through the first of them it holds.
+    A worker that has grown past WORKER_LIMIT_BYTES is ended after its answer and its slot starts
+    a new one on the next request, once the old one has exited: the native reader's memory is
+    bounded per worker, not per report. Kernels hold bound methods of this object; when
     the last of them goes, the workers end and the decompressed copy (if the reader made one) is
     removed.
     """
@@ -163,8 +166,8 @@ class NativeReport:
         the report's size)."""
         self.path = path
         self.plain = plain
-        # Each action's code (launches with the same key run the same SASS): they share a
-        # worker, one warm-up and one disassembly. The reader fills it in once it knows.
+        # Each action's code (launches with the same key run the same SASS): its SASS is read
+        # once, and a worker parses it once. The reader fills it in once it knows.
         self.code: dict[tuple[int, int], Hashable] = {}
         self._lock = threading.RLock()
         self._pools: list[ProcessPoolExecutor | None] = [None] * max(1, workers)  # the finalizer holds the list, not self
