@@ -454,12 +454,12 @@ def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | N
             raise ProfileError(path, "report holds no profiled kernels (empty or corrupt)")
         workers = max(1, min(os.cpu_count() or 1, _MAX_WORKERS, len(positions) // _ACTIONS_PER_WORKER))
         native.use_workers(workers)
-        # Each slot reads every workers-th action, in tasks of a few actions: between tasks a
-        # worker grown past its memory limit gives way to a new one. Every task reads device
-        # attributes once: reading them is keyed to its first action.
-        # Tasks are handed over as workers answer (IN_FLIGHT per slot; a slot that has more to do
-        # takes fewer), each with the code known to have no file:line (finding out parses the
-        # action's code, ~17 MB). Read ahead, a code's SASS is read in slot 0 for its first launch.
+        # The actions are read in tasks of a few: between tasks a worker grown past its memory
+        # limit gives way to a new one, and every task reads device attributes once (keyed to its
+        # first action). Tasks are handed over as workers answer (IN_FLIGHT per slot; a slot that
+        # has more to do takes fewer), each with the code known to have no file:line (finding out
+        # parses the action's code, ~17 MB). Read ahead, a code's SASS is read in slot 0 as soon
+        # as its first launch's counters are here (_learn).
         size = _ACTIONS_PER_TASK if read_ahead is None else _ACTIONS_PER_TASK_AHEAD
         tasks = deque(positions[i:i + size] for i in range(0, len(positions), size))
         unlocated: set[Hashable] = set()
