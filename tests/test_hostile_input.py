@@ -329,7 +329,9 @@ def test_terminal_output_is_one_inert_line(text):
     shown.encode("utf-8")  # printable: a lone surrogate would raise here (and in click.echo)
 
 
-@given(st.text(alphabet=st.characters(exclude_categories=UNSAFE_CATEGORIES)))
+# Unassigned code points (Cn) are not ordinary text: keet escapes some that a later Unicode than
+# this Python's assigns as format characters (U+13439-1343F are Cf from Unicode 15).
+@given(st.text(alphabet=st.characters(exclude_categories=(*UNSAFE_CATEGORIES, "Cn"))))
 def test_terminal_leaves_ordinary_text_alone(text):
     assert terminal(text) == text
 
