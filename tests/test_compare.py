@@ -535,7 +535,9 @@ def test_h100_vs_h200_corpus_folders(corpus_manifest: dict) -> None:
                  for k in corpus_manifest["kernels"] if k["measured"]["h100"].get("report")}
     result = compare_paths(CORPUS / "h100", CORPUS / "h200", base_timings=CORPUS / "h100" / "times_h100.json",
                            new_timings=CORPUS / "h200" / "times_h200.json")
-    assert result.only_base_files == [str(CORPUS / "h100" / "h100_partpairs.ncu-rep.xz")] and not result.only_new_files
+    # the reports profiled on the H100 only: the pairs' "before" cases and the dev split's CUB cases
+    assert result.only_base_files == [str(CORPUS / "h100" / f"h100_part{name}.ncu-rep.xz") for name in ("cubdev", "pairs")]
+    assert not result.only_new_files
     assert len(result.profiles) == 3 and all(not p.only_base and not p.only_new for p in result.profiles)
     assert sum(c.base.launches for p in result.profiles for c in p.kernels) == 286  # every profiled launch
     single = 0
