@@ -12,7 +12,7 @@ kernels shorter than SHORT_NS in CUPTI (launch-bound: what they move is too smal
 difference between the two to show), the median of (Nsight Compute - CUPTI) is the parameter.
 The validation split is not read. The zoo's launch microbenchmark agrees: tiny_kernel (one
 32-thread block) reads 2240 ns in profiles/h100/ncu/launch_overhead.ncu-rep.xz, 864 ns +
-1312 ns = 2176 ns by this.
+1320 ns = 2184 ns by this.
 
     python -m perfmodel.ncu_overhead    # prints each GPU's entry for its hardware file
 """
