@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import shared_profiles
 from click.testing import CliRunner
 
 from keet.analysis.compare import (
@@ -84,7 +85,7 @@ def invoke(*args: str | Path) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def zoo() -> tuple[Profile, Profile]:
-    return load_profile(H100 / "zoo_all.ncu-rep.xz", read_ahead=read_ahead()), load_profile(H200 / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
+    return shared_profiles.zoo("h100"), shared_profiles.zoo("h200")
 
 
 def measured_direction(h100_ms: float, h200_ms: float, noise: float = DEFAULT_NOISE) -> str:

@@ -9,10 +9,10 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import shared_profiles
 from grounding import explanation_numbers, grounded
 
 from keet import load_profile
-from keet.diagnosis import read_ahead
 from keet.explain import explain, to_text
 from keet.rules import KernelView
 from keet.rules.base import OPCODE_TABLE
@@ -23,7 +23,7 @@ MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
 
 @cache
 def document(gpu: str) -> dict:
-    return explain(load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz", read_ahead=read_ahead()))
+    return explain(shared_profiles.zoo(gpu))
 
 
 def opcode_count(profile, kernel_id: int, metric: str) -> tuple[float] | None:
@@ -38,7 +38,7 @@ def opcode_count(profile, kernel_id: int, metric: str) -> tuple[float] | None:
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_every_number_in_an_explanation_is_evidence_from_the_profile(gpu):
-    profile = load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
+    profile = shared_profiles.zoo(gpu)
     checked = 0
     for entry in document(gpu)["kernels"]:
         values = profile.values(entry["id"])

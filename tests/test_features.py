@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+import shared_profiles
 
 from keet import load_profile
-from keet.diagnosis import read_ahead
 from perfmodel.features import (
     WORK_COUNTS,
     features,
@@ -25,7 +25,7 @@ TIME_LIKE = re.compile(r"duration|cycles|clock|per_second|throughput|_pct|pct_of
 
 @pytest.fixture(scope="module")
 def profile():
-    return load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
+    return shared_profiles.zoo("h100")
 
 
 def test_allow_list_has_no_time_like_metric():

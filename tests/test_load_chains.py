@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import shared_profiles
 
-from keet import load_profile
-from keet.diagnosis import read_ahead
-from perfmodel.features import features, raw_metrics
+from perfmodel.features import features
 from perfmodel.load_chains import load_waits
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
@@ -17,7 +16,7 @@ PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 
 @pytest.fixture(scope="module")
 def zoo():
-    profile = load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz", metrics=raw_metrics(), read_ahead=read_ahead())
+    profile = shared_profiles.zoo("h100")
     return {k.name: features(profile, k) for k in profile.kernels if k.name != "tiny_kernel"}
 
 

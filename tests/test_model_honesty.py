@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
+import shared_profiles
 from click.testing import CliRunner
 
 from keet import load_profile
-from keet.diagnosis import read_ahead
 from perfmodel.cli import cli
 from perfmodel.features import (
     MISSING_INSTRUCTIONS,
@@ -172,7 +172,7 @@ def test_fallbacks_total_dram_bytes_and_thread_instructions():
 def test_complete_profiles_have_nothing_missing():
     """The zoo's full-set report: no kernel misses a count, so its features (and the committed
     feature files built from them) read as before."""
-    profile = load_profile(ROOT / "profiles" / "h100" / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
+    profile = shared_profiles.zoo("h100")
     for kernel in profile.kernels:
         work = features(profile, kernel)
         assert work.missing_counts == () and "missing_counts" not in work.as_dict(), kernel.name

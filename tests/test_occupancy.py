@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import shared_profiles
 
-from keet import load_profile
-from keet.diagnosis import read_ahead
 from perfmodel import occupancy
 from perfmodel.hardware import gpu
 
@@ -16,7 +15,7 @@ PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 
 @pytest.mark.parametrize("gpu_id", ["h100", "h200"])
 def test_nvidia_limits_match_nsight_compute_on_the_zoo(gpu_id):
-    profile = load_profile(PROFILES / gpu_id / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
+    profile = shared_profiles.zoo(gpu_id)
     hardware = gpu(gpu_id)
     checked = 0
     for kernel in profile.kernels:

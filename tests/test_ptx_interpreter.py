@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shared_profiles
 
-from keet.diagnosis import read_ahead
 from perfmodel.static.interpreter import (
     Interpreter,
     MemoryFault,
@@ -35,8 +35,7 @@ def kernels():
 
 @pytest.fixture(scope="module")
 def zoo_profile():
-    from keet import load_profile
-    return load_profile(ROOT / "profiles" / "h100" / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
+    return shared_profiles.zoo("h100")
 
 
 def test_parser_reads_declarations_and_operands(kernels):

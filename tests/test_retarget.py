@@ -7,9 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import shared_profiles
 
-from keet.diagnosis import read_ahead
-from keet.ingest import load_profile
 from perfmodel.features import KernelFeatures, features
 from perfmodel.hardware import gpu, gpu_id_for_device_name, gpu_ids
 from perfmodel.model import predict
@@ -28,7 +27,7 @@ MB = 1e6
 
 @pytest.fixture(scope="module")
 def zoo() -> dict[str, KernelFeatures]:
-    profile = load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
+    profile = shared_profiles.zoo("h100")
     return {kernel.name: features(profile, kernel) for kernel in profile.kernels}
 
 

@@ -11,10 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
+import shared_profiles
 from grounding import NUMBER, grounded
 
 from keet import load_profile
-from keet.diagnosis import diagnose_kernel, read_ahead
+from keet.diagnosis import diagnose_kernel
 from keet.rules import RULES, Evidence, KernelView
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
@@ -40,7 +41,7 @@ CASES = {
 @pytest.fixture(scope="module")
 def zoo():
     """The combined zoo report of each GPU, loaded once for the module."""
-    return {gpu: load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz", read_ahead=read_ahead()) for gpu in GPUS}
+    return {gpu: shared_profiles.zoo(gpu) for gpu in GPUS}
 
 
 def rule_for(category: str):

@@ -14,10 +14,10 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import shared_profiles
 from grounding import explanation_numbers, grounded
 
 from keet import load_profile
-from keet.diagnosis import read_ahead
 from keet.profile import Kernel, Profile
 from keet.rules import RULES, Finding, KernelView
 from keet.rules.atomic_contention import HOT, SPREAD, hot_slice
@@ -39,7 +39,7 @@ CORPUS = PROFILES / "corpus" / "h100"
 
 @pytest.fixture(scope="module")
 def zoo() -> Profile:
-    return load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
+    return shared_profiles.zoo("h100")
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ import math
 from pathlib import Path
 
 import pytest
+import shared_profiles
 from grounding import NUMBER, grounded
 
-from keet import load_profile
-from keet.diagnosis import diagnose_kernel, read_ahead
+from keet.diagnosis import diagnose_kernel
 from keet.profile import Profile
 from keet.rules import RULES, Finding, KernelView
 from perfmodel.hardware import gpu as hardware_gpu
@@ -59,7 +59,7 @@ ABSENT = [
 
 @pytest.fixture(scope="module")
 def zoo() -> dict[str, Profile]:
-    return {gpu: load_profile(PROFILES / MANIFEST["gpus"][gpu]["combined_report"], read_ahead=read_ahead()) for gpu in GPUS}
+    return {gpu: shared_profiles.zoo(gpu) for gpu in GPUS}  # the manifest's combined reports
 
 
 def ranked(profile: Profile, kernel: str) -> list[Finding]:

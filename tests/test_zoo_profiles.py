@@ -9,9 +9,9 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+import shared_profiles
 
 from keet import load_profile
-from keet.diagnosis import read_ahead
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
@@ -27,7 +27,7 @@ ENTRIES = [(gpu, entry) for gpu in GPUS for entry in MANIFEST["kernels"]]
 
 @cache
 def combined(gpu: str):
-    return load_profile(PROFILES / gpu / "zoo_all.ncu-rep.xz", read_ahead=read_ahead())
+    return shared_profiles.zoo(gpu)
 
 
 def test_manifest_covers_the_zoo():
