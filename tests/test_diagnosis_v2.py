@@ -150,7 +150,7 @@ def test_the_tf32_lever_moves_the_ffma_and_the_shared_loads_that_fed_it_to_the_t
 
     case = next(e for e in CORPUS["kernels"] if e["id"] == "conv2d_nchw/fp32/32x64x56x56k64r3#0")
     measured = case["measured"]["h100"]
-    conv = profile(PROFILES / "corpus" / measured["report"])
+    conv = load_profile(PROFILES / "corpus" / measured["report"])  # one kernel of ~100 is read: nothing ahead
     view = model_view(conv, conv.kernels[measured["report_id"]])
     work, _ = LEVERS["tf32"](view)
     before = view.work

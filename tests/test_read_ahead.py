@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import shared_profiles
 
 from keet import load_profile
 from keet.diagnosis import read_ahead
@@ -20,7 +21,7 @@ ZOO = ROOT / "profiles" / "h100" / "zoo_all.ncu-rep.xz"  # 34 launches of 32 fun
 
 @pytest.fixture(scope="module")
 def zoo_read_ahead():
-    return load_profile(ZOO, read_ahead=read_ahead())
+    return shared_profiles.zoo("h100")  # loaded with read_ahead()
 
 
 def test_read_ahead_explains_as_reading_later(zoo_read_ahead):
