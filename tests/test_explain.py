@@ -18,7 +18,6 @@ from keet.rules import KernelView
 from keet.rules.base import OPCODE_TABLE
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
-MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
 
 
 @cache

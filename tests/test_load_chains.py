@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 import shared_profiles
 
 from perfmodel.features import features
 from perfmodel.load_chains import load_waits
-
-PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 
 
 @pytest.fixture(scope="module")

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import shared_profiles
 
 from perfmodel import occupancy
 from perfmodel.hardware import gpu
-
-PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 
 
 @pytest.mark.parametrize("gpu_id", ["h100", "h200"])

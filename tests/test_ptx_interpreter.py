@@ -25,7 +25,6 @@ from perfmodel.static.interpreter import (
 from perfmodel.static.ptx import Addr, Imm, Reg, parse
 
 PTX = Path(__file__).parent / "data" / "ptx"
-ROOT = Path(__file__).parent.parent
 
 
 @pytest.fixture(scope="module")

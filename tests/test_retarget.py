@@ -4,7 +4,6 @@ cache capacity model for DRAM reads, and what the real zoo profiles become on ea
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import shared_profiles
@@ -21,7 +20,6 @@ from perfmodel.retarget import (
     warp_conversion,
 )
 
-PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 MB = 1e6
 
 
