@@ -11,6 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from keet import load_profile
 from keet.ingest import ncu_rep_native
 
@@ -143,3 +145,28 @@ def test_a_slot_starts_its_next_worker_only_once_the_last_has_exited(monkeypatch
     others = len(_alive(_children()))  # workers of profiles other tests of this process keep
     answers = [native.result(native.submit(0, _alive_siblings)) for _ in range(6)]
     assert max(answers) <= others + 1, f"{others} other workers; alive at each read: {answers}"
+
+
+def _slow_pid(report: str) -> int:
+    time.sleep(0.2)
+    return os.getpid()
+
+
+def test_reads_queued_when_the_report_closes_fail_and_start_no_worker():
+    """Closing a report (as the reader does when a read task crashed its worker) fails the reads
+    still queued in keet: an answer arriving afterwards must not hand them to a new worker."""
+    before = _children()
+    profile = load_profile(REPORT)
+    native = profile.releaser.__self__
+    futures = [native.submit(0, _slow_pid) for _ in range(2 * ncu_rep_native.IN_FLIGHT + 2)]
+    native.close()
+    queued = futures[ncu_rep_native.IN_FLIGHT:]
+    for future in queued:
+        with pytest.raises(RuntimeError, match="closed"):
+            native.result(future)
+    time.sleep(0.5)  # the reads that were in the worker have been answered by now
+    for _ in range(100):
+        if not _alive(_children() - before):
+            break
+        time.sleep(0.05)
+    assert not _alive(_children() - before), "a worker was started or kept after the report closed"

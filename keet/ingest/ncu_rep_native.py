@@ -186,10 +186,10 @@ class NativeReport:
         self._sass_ahead: dict[Hashable, Future] = {}  # code -> its SASS read ahead (read_sass_ahead)
         self._sass: dict[tuple[Hashable, int], str | None] = {}
         self._inline = False
-        self._closer = weakref.finalize(self, _close, self._pools, plain if plain != path else None, os.getpid())
+        self._closer = weakref.finalize(self, _close, self._pools, self._queues, plain if plain != path else None, os.getpid())
         # A process that multiprocessing started (a site worker) joins its children before it
         # ends: the workers are ended first, whether or not the report was collected.
-        multiprocessing.util.Finalize(None, _close, args=(self._pools, None, os.getpid()), exitpriority=10)
+        multiprocessing.util.Finalize(None, _close, args=(self._pools, self._queues, None, os.getpid()), exitpriority=10)
         _LIVE.add(self)
 
     def _forget_workers(self) -> None:
@@ -515,11 +515,21 @@ def _wait_for_ending_pools() -> None:
 threading._register_atexit(_wait_for_ending_pools)
 
 
-def _close(pools: list[ProcessPoolExecutor | None], copy: Path | None, owner: int) -> None:
+def _close(pools: list[ProcessPoolExecutor | None], queues: list[deque], copy: Path | None, owner: int) -> None:
     """End a report's workers and remove its decompressed copy, only in the process that made them:
-    forked workers hold copies of the objects, and collecting those must not touch the parent's."""
+    forked workers hold copies of the objects, and collecting those must not touch the parent's.
+    Reads still queued in keet fail: an answer arriving meanwhile must not hand them to a new
+    worker (a read task that crashed its worker on a damaged report closes it, others queued)."""
     if os.getpid() != owner:
         return
+    for queue in queues:
+        while queue:
+            try:
+                done, _, _ = queue.popleft()
+            except IndexError:  # taken by a pump meanwhile
+                break
+            if not done.done():
+                done.set_exception(RuntimeError("the report was closed"))
     for index, pool in enumerate(pools):
         if pool is not None:
             _end_pool(pool, cancel=True)
