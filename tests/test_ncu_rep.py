@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from keet import ProfileError, load_profile
+from keet.diagnosis import read_ahead
+from keet.explain import explain
 from keet.ingest import detect
 
 DATA = Path(__file__).parent / "data" / "ncu"
@@ -152,6 +154,30 @@ def test_fuzzed_report_loads_or_fails_cleanly(tmp_path, capfd, flips):
         profile = load_profile(path)
         for kernel in profile.kernels:
             assert kernel.source is None or len(kernel.source.instructions) >= 0  # the lazy part fails cleanly too
+    except ProfileError as exc:
+        assert str(path) in str(exc) and "\n" not in str(exc)
+    assert "Can't parse message" not in capfd.readouterr().err
+
+
+SGEMM_SECTIONS = lzma.decompress((DATA / "h200_sgemm_tiled_sections.ncu-rep.xz").read_bytes())  # with source counters
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flips=st.lists(st.tuples(st.integers(0, len(SGEMM_SECTIONS) - 1), st.integers(0, 255)), min_size=1, max_size=24))
+def test_fuzzed_report_read_ahead_loads_or_fails_cleanly(tmp_path, capfd, flips):
+    """The same with the per-instruction counters and SASS read with the metrics (keet explain's
+    read-ahead): a damaged source view fails its read as one ProfileError, never the load."""
+    data = bytearray(SGEMM_SECTIONS)
+    for position, value in flips:
+        data[position] = value
+    path = tmp_path / "fuzzed.ncu-rep"
+    path.write_bytes(bytes(data))
+    try:
+        profile = load_profile(path, read_ahead=read_ahead())
+        for kernel in profile.kernels:
+            source = kernel.source_columns(sorted(read_ahead().columns), locations=True)
+            assert source is None or len(source.instructions) >= 0
+            assert explain(profile)["kernels"]
     except ProfileError as exc:
         assert str(path) in str(exc) and "\n" not in str(exc)
     assert "Can't parse message" not in capfd.readouterr().err
