@@ -12,7 +12,8 @@ A kernel whose verdict is empty is a silence; there must be none.
 
 The pairs (pairs.py) give the gain a diagnosis should call recoverable: for the "before" case,
 the sum over its kernels of the top finding's recoverable time (the library lever's where it
-answers the top finding), as a share of their profiled time, against the measured gain
+answers the top finding), or where larger what fusing the case's launches into one kernel wins
+(keet.diagnosis.fusion: the case is an NVTX range), as a share of their profiled time, against the measured gain
 1 - 1/speedup (isolated cold-L2 CUPTI times, H100). A pair agrees when the two are within 35%
 of the measured gain.
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from keet.diagnosis import diagnose_kernel, read_ahead
+from keet.diagnosis.fusion import fusions
 from keet.diagnosis.speed_of_light import COMPUTE, MEMORY_BANDWIDTH
 from keet.diagnosis.verdict import CLEAR_MARGIN
 from keet.ingest import load_profile
@@ -52,6 +54,7 @@ class CorpusVerdict:
     profiled_ns: float | None = None
     margin: float | None = None  # the limiter's time over the model's next limit
     rules_silent: bool = False  # no rule found anything: the speed of light's finding speaks
+    fusion_ns: float | None = None  # what fusing its case's launches into one kernel wins (the case's NVTX range)
 
     @property
     def kind(self) -> str:
@@ -100,12 +103,12 @@ def verdicts(manifest: dict, gpu: str = "h100", progress: Callable[[str], None] 
         if progress:
             progress(f"diagnosing {report}")
         profile = load_profile(root / report, read_ahead=read_ahead())
-        for entry in manifest["kernels"]:
-            measured = entry["measured"].get(gpu)
-            if not measured or measured["report"] != report:
-                continue
-            kernel = profile.kernels[measured["report_id"]]
-            diagnosis = diagnose_kernel(profile, kernel)
+        entries = [e for e in manifest["kernels"] if (m := e["measured"].get(gpu)) and m["report"] == report]
+        diagnoses = {e["id"]: diagnose_kernel(profile, profile.kernels[e["measured"][gpu]["report_id"]]) for e in entries}
+        fused = {f.range: f.recoverable_ns for f in fusions(profile, list(diagnoses.values())) if f.range}
+        for entry in entries:
+            kernel = profile.kernels[entry["measured"][gpu]["report_id"]]
+            diagnosis = diagnoses[entry["id"]]
             times = entry["measured"]
             speedup = (times["h100"]["isolated_ns"] / times["h200"]["isolated_ns"]) if {"h100", "h200"} <= times.keys() else None
             sol = diagnosis.speed_of_light
@@ -113,7 +116,8 @@ def verdicts(manifest: dict, gpu: str = "h100", progress: Callable[[str], None] 
                                      diagnosis.reported()[0][0].category if diagnosis.reported() else None, speedup,
                                      sol.component if sol else None, sol.fraction if sol else None,
                                      diagnosis.verdict.text if diagnosis.verdict else "", diagnosis.recoverable_ns,
-                                     kernel.duration_ns, sol.margin if sol else None, not diagnosis.findings))
+                                     kernel.duration_ns, sol.margin if sol else None, not diagnosis.findings,
+                                     fused.get(kernel.attributes.get("nvtx"))))
     return out
 
 
@@ -130,8 +134,13 @@ def pair_checks(manifest: dict, found: list[CorpusVerdict], gpu: str = "h100") -
         expected = manifest["cases"].get(pair["before"], {}).get("kernels")
         profiled = sum(v.profiled_ns or 0.0 for v in kernels)
         complete = kernels and (expected is None or len(kernels) == expected) and profiled > 0
-        predicted = sum(v.recoverable_ns or 0.0 for v in kernels) / profiled if complete else None
+        # the best single change: the kernels' own top findings, or fusing the case's launches
+        own = sum(v.recoverable_ns or 0.0 for v in kernels)
+        fusion = max((v.fusion_ns or 0.0 for v in kernels), default=0.0)
+        predicted = max(own, fusion) / profiled if complete else None
         shares = [f"{v.top or '-'} {((v.recoverable_ns or 0.0) / v.profiled_ns) if v.profiled_ns else 0:.2f}" for v in kernels]
+        if fusion > own:
+            shares.insert(0, f"fusion {fusion / profiled:.2f}")
         checks.append(PairCheck(pair["before"], pair["after"], pair["lever"], 1 - 1 / pair["speedup"][gpu], predicted, shares))
     return checks
 

@@ -285,10 +285,13 @@ def _where_to_win(document: dict[str, Any], wrap, markdown: bool) -> list[str]:
     lines = ["", "**Where the most time can be won**" if markdown else "Where the most time can be won:", *([""] if markdown else [])]
     for rank, item in enumerate(found, 1):
         share = f" ({item['share_of_run']:.0%} of the run)" if item.get("share_of_run") is not None else ""
-        launches = f" x{item['count']}" if item["count"] > 1 else ""
         how = f", by {item['how']}" if item.get("how") else ""
-        label = _short(item.get("function") or item["name"])
-        text = f"[{item['representative']}] {label}{launches}: {si(item['recoverable_ns'], 'ns')}{share}: {item['category'] or 'speed of light'}{how}"
+        if "fusion" in item:  # a chain of launches, named by its range or its launch ids
+            label, launches = _short(item["name"]), f" ({item['count']} launches from [{item['representative']}])"
+            text = f"{label}{launches}: {si(item['recoverable_ns'], 'ns')}{share}: fusion{how}"
+        else:
+            label, launches = _short(item.get("function") or item["name"]), f" x{item['count']}" if item["count"] > 1 else ""
+            text = f"[{item['representative']}] {label}{launches}: {si(item['recoverable_ns'], 'ns')}{share}: {item['category'] or 'speed of light'}{how}"
         lines.extend(wrap(text, f"{rank}. " if markdown else f"  {rank}. ", "     "))
     return lines
 

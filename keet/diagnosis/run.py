@@ -7,6 +7,8 @@ and where the most time can be won.
   launches never get different verdicts from run-to-run noise in their counters.
 - NVTX ranges (ncu --nvtx; keet.ingest keeps each launch's open ranges as the kernel attribute
   "nvtx") list their launches, time and recoverable time.
+- Fusion (keet.diagnosis.fusion): chains of launches one kernel could do (an NVTX range's, or
+  consecutive ATen launches), with the intermediates that would stay on chip and the time won.
 - Caveats: a clock below the GPU's boost (Nsight Compute's default --clock-control base locks it;
   durations then read longer than at default clocks), and launches of a few microseconds (Nsight
   Compute flushes the caches and serialises each launch: such durations read over 2x what CUPTI
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from keet.diagnosis import Diagnosis
+from keet.diagnosis.fusion import Fusion, fusions
 from keet.diagnosis.speed_of_light import own_gpu, profiled_clock
 from keet.format import si
 from keet.profile import Kernel, Profile
@@ -78,9 +81,10 @@ class Run:
     nvtx: list[dict[str, Any]]
     caveats: list[dict[str, str]]
     total_ns: float
+    fusions: list[Fusion] = field(default_factory=list)  # by recoverable time
 
     def where_to_win(self, top: int = TOP_GROUPS) -> list[dict[str, Any]]:
-        """The groups with the most recoverable time, each with its share of the run."""
+        """The groups and the fusions with the most recoverable time, each with its share of the run."""
         out = []
         for group in self.groups[:top]:
             found = group.recoverable_ns
@@ -92,11 +96,18 @@ class Run:
             out.append({"group": group.id, "representative": group.representative, "name": group.name, "function": d.kernel.function_name, "count": group.count, "recoverable_ns": found,
                         "share_of_run": found / self.total_ns if self.total_ns else None,
                         "category": reported[0][0].category if reported else None, "how": best.how if best else None})
-        return out
+        for index, fusion in enumerate(self.fusions[:top]):
+            first, last = fusion.launches[0], fusion.launches[-1]
+            out.append({"fusion": index, "representative": first, "name": fusion.range or f"launches {first}-{last}", "function": None,
+                        "count": len(fusion.launches), "recoverable_ns": fusion.recoverable_ns,
+                        "share_of_run": fusion.recoverable_ns / self.total_ns if self.total_ns else None,
+                        "category": "fusion", "how": fusion.how})
+        out.sort(key=lambda item: -item["recoverable_ns"])
+        return out[:top]
 
     def as_dict(self) -> dict[str, Any]:
         return {"groups": [g.as_dict() for g in self.groups], "nvtx": self.nvtx, "caveats": self.caveats,
-                "total_ns": self.total_ns, "where_to_win": self.where_to_win()}
+                "total_ns": self.total_ns, "fusions": [f.as_dict() for f in self.fusions], "where_to_win": self.where_to_win()}
 
 
 def work_key(profile: Profile, kernel: Kernel) -> tuple:
@@ -178,4 +189,10 @@ def caveats(profile: Profile, diagnoses: list[Diagnosis]) -> list[dict[str, str]
 def summarize(profile: Profile, diagnoses: list[Diagnosis]) -> Run:
     groups = group_launches(profile, diagnoses)
     total = sum((d.kernel.duration_ns or 0.0) * d.kernel.invocations for d in diagnoses)
-    return Run(groups, nvtx_ranges(groups, diagnoses), caveats(profile, diagnoses), total)
+    fused = fusions(profile, diagnoses)
+    ranges = nvtx_ranges(groups, diagnoses)
+    for entry in ranges:  # a range's best single change: its kernels' own, or fusing its launches
+        for index, fusion in enumerate(fused):
+            if fusion.range == entry["range"] and fusion.recoverable_ns > entry["recoverable_ns"]:
+                entry.update(recoverable_ns=fusion.recoverable_ns, fusion=index)
+    return Run(groups, ranges, caveats(profile, diagnoses), total, fused)

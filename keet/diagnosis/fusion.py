@@ -1,0 +1,176 @@
+"""Fusion: launches one kernel could do, and the time that would win.
+
+Eager PyTorch launches one kernel per operator: in ``(gelu(x) + a) * b`` each kernel writes its
+result to DRAM and the next one reads it back, and each pays its own launch. One fused kernel
+(torch.compile, a fused optimizer, flash attention, a hand-written epilogue) keeps those
+intermediates on chip. A chain is a run of consecutive launches of one device that belong
+together: the launches of one NVTX range (ncu --nvtx; a framework operator or a user's range),
+or, where the profile has no ranges, consecutive launches of ATen or PyTorch kernels (whose
+operators the framework could fuse). Library kernels of other kinds (cuBLAS, cuDNN, ...) join a
+chain only through a range.
+
+The intermediate between launch i and launch i+1 is what i wrote and i+1 read back, at most:
+
+    intermediate_i = min(bytes i wrote to L2, bytes i+1 read from DRAM)
+
+(Nsight Compute flushes the caches before every launch, so a launch reads its inputs from
+DRAM; its writes are counted where they reach the L2, as a dirty line may stay there). The
+fused estimate asks the model about each launch's own work with the intermediate it read and
+the one it wrote taken off its DRAM and L2 traffic, adds their times (phases that a real fused
+kernel would overlap, so the estimate is conservative), and pays one launch's fixed costs
+instead of one per launch:
+
+    fused = sum over launches of (predicted' - overheads') + the largest overheads'
+    recoverable = measured total - fused
+
+The fused kernel is new code, so what it can reach is its own speed of light, as for a kernel
+bound by a unit (keet.diagnosis.recoverable: measured - attainable); an inefficiency removed
+from a kernel that stays (ideal sectors, no conflicts) is instead the model's relative gain
+applied to the measured time.
+
+That assumes the intermediates are temporaries nothing else reads (in-place updates and results
+kept for the backward pass are not); the finding says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from keet.diagnosis import Diagnosis
+from keet.diagnosis.speed_of_light import ModelView, model_view
+from keet.format import si
+from keet.profile import Kernel, Profile
+from perfmodel.hardware import SECTOR_BYTES
+
+# Libraries whose consecutive launches form a chain without an NVTX range (keet/data/libraries.toml ids).
+FUSIBLE_LIBRARIES = frozenset({"aten"})
+# A chain whose fusion wins less than this share of its time is not worth a reader's time
+# (keet.diagnosis.MIN_IMPACT for one finding).
+MIN_SHARE = 0.02
+CATEGORY = "fusion"
+
+
+@dataclass
+class Fusion:
+    """A chain of launches fused into one: its launches, where they come from (``range`` or
+    consecutive library launches), the intermediate bytes that stay on chip, the model's time of
+    the fused work and the measured time it would save."""
+
+    launches: list[int]  # kernel ids, launch order
+    range: str | None
+    measured_ns: float
+    predicted_ns: float  # sum of the launches' predictions as they are
+    fused_ns: float  # the model's time of the fused work
+    intermediate_bytes: float
+    recoverable_ns: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def share(self) -> float:
+        return self.recoverable_ns / self.measured_ns if self.measured_ns else 0.0
+
+    @property
+    def how(self) -> str:
+        where = f"the {len(self.launches)} launches of range {self.range}" if self.range else f"{len(self.launches)} consecutive launches"
+        return (f"{where} fused into one kernel: {si(self.intermediate_bytes, 'B')} of intermediates written and read back stay "
+                f"on chip, and {len(self.launches) - 1} launch(es) fewer (if nothing else reads the intermediates); the model's "
+                f"{si(self.predicted_ns, 'ns')} for the launches becomes {si(self.fused_ns, 'ns')} as one kernel at its speed of "
+                f"light, against {si(self.measured_ns, 'ns')} measured")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"category": CATEGORY, "launches": self.launches, "range": self.range, "measured_ns": self.measured_ns,
+                "predicted_ns": self.predicted_ns, "fused_ns": self.fused_ns, "intermediate_bytes": self.intermediate_bytes,
+                "recoverable_ns": self.recoverable_ns, "recoverable_fraction": self.share, "recoverable_how": self.how,
+                "recoverable_basis": "model"}
+
+
+def chains(diagnoses: list[Diagnosis]) -> list[tuple[str | None, list[Diagnosis]]]:
+    """Runs of consecutive launches (profile order, one device) that belong together: one NVTX
+    range each, or, outside any range, consecutive launches of a fusible library."""
+    ordered = sorted(diagnoses, key=lambda d: d.kernel.id)
+    out: list[tuple[str | None, list[Diagnosis]]] = []
+    current: list[Diagnosis] = []
+    key: tuple | None = None
+    for d in ordered:
+        kernel = d.kernel
+        nvtx = kernel.attributes.get("nvtx")
+        library = d.library.library.id if d.library else None
+        if nvtx:
+            this = ("range", nvtx, kernel.device_id)
+        elif library in FUSIBLE_LIBRARIES:
+            this = ("library", library, kernel.device_id)
+        else:
+            this = None
+        adjacent = current and kernel.id == current[-1].kernel.id + 1
+        if this is not None and this == key and adjacent:
+            current.append(d)
+            continue
+        if len(current) >= 2:
+            out.append((key[1] if key and key[0] == "range" else None, current))
+        current, key = ([d], this) if this is not None else ([], None)
+    if len(current) >= 2:
+        out.append((key[1] if key and key[0] == "range" else None, current))
+    return out
+
+
+def _written_bytes(view: ModelView) -> float:
+    counts = view.work.counts
+    if "l2_sectors_write" in counts:
+        return counts["l2_sectors_write"] * SECTOR_BYTES
+    return counts.get("dram_bytes_write", 0.0)
+
+
+def _without(view: ModelView, read_off: float, write_off: float):
+    """The launch's work with `read_off` bytes fewer read from DRAM (and the L2) and `write_off`
+    bytes fewer written to the L2 (and DRAM)."""
+    counts = dict(view.work.counts)
+
+    def less(name: str, amount: float) -> None:
+        if name in counts:
+            counts[name] = max(0.0, counts[name] - amount)
+
+    less("dram_bytes_read", read_off)
+    less("l2_sectors_read", read_off / SECTOR_BYTES)
+    less("l1_to_l2_read_bytes", read_off)
+    less("l2_sectors_write", write_off / SECTOR_BYTES)
+    less("l1_to_l2_write_bytes", write_off)
+    less("dram_bytes_write", write_off)
+    return replace(view.work, counts=counts)
+
+
+def fuse(profile: Profile, chain: list[Kernel], range_name: str | None = None) -> Fusion | None:
+    """The fusion estimate of one chain (module docstring), or None where the model cannot
+    weigh every launch of it (a launch without work counts, or on a GPU without a file)."""
+    views = [model_view(profile, kernel) for kernel in chain]
+    if not all(isinstance(v, ModelView) for v in views):
+        return None
+    written = [_written_bytes(v) for v in views]
+    read = [v.work.counts.get("dram_bytes_read", 0.0) for v in views]
+    between = [min(written[i], read[i + 1]) for i in range(len(views) - 1)]
+    parts, overheads = [], []
+    try:
+        for i, view in enumerate(views):
+            fixed = view.predict(_without(view, between[i - 1] if i else 0.0, between[i] if i < len(between) else 0.0))
+            extra = fixed.inputs.get("overheads_ns", 0.0) or 0.0
+            parts.append(fixed.predicted_ns - extra)
+            overheads.append(extra)
+    except (ValueError, KeyError, ZeroDivisionError):
+        return None
+    predicted = sum(v.base.predicted_ns for v in views)
+    measured = sum(v.measured_ns for v in views)
+    fused = sum(parts) + max(overheads, default=0.0)
+    if predicted <= 0:
+        return None
+    saved = max(0.0, measured - fused)
+    return Fusion([k.id for k in chain], range_name, measured, predicted, fused, sum(between), saved)
+
+
+def fusions(profile: Profile, diagnoses: list[Diagnosis]) -> list[Fusion]:
+    """Every chain's fusion estimate worth reporting, by recoverable time."""
+    found = []
+    for range_name, members in chains(diagnoses):
+        estimate = fuse(profile, [d.kernel for d in members], range_name)
+        if estimate is not None and estimate.share >= MIN_SHARE:
+            found.append(estimate)
+    return sorted(found, key=lambda f: (-f.recoverable_ns, f.launches[0]))
