@@ -23,6 +23,7 @@ from pathlib import Path
 from keet.diagnosis import diagnose_kernel, read_ahead
 from keet.errors import KeetError
 from keet.ingest import load_profile
+from keet.profile import Profile
 from keet.project_data import corpus_manifest
 from keet.project_data import manifest_path as find_manifest
 
@@ -44,14 +45,15 @@ class Scored:
         return self.intended in self.ranked[:2]
 
 
-def score(gpu: str, manifest_path: Path | None = None) -> list[Scored]:
+def score(gpu: str, manifest_path: Path | None = None, profile: Profile | None = None) -> list[Scored]:
     """Diagnose every manifest kernel in the GPU's combined zoo report (manifest_path None:
-    the zoo found by keet.project_data)."""
+    the zoo found by keet.project_data; profile: that report, already loaded with read_ahead())."""
     manifest_path = find_manifest(manifest_path)
     manifest = json.loads(manifest_path.read_text())
     if gpu not in manifest["gpus"]:
         raise KeetError(f"{manifest_path}: no GPU {gpu!r} in the zoo (it has {', '.join(manifest['gpus'])})")
-    profile = load_profile(manifest_path.parent / manifest["gpus"][gpu]["combined_report"], read_ahead=read_ahead())
+    if profile is None:
+        profile = load_profile(manifest_path.parent / manifest["gpus"][gpu]["combined_report"], read_ahead=read_ahead())
     scored = []
     for entry in manifest["kernels"]:
         kernel = profile.kernels[entry["measured"][gpu]["combined_report_id"]]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 
+import shared_profiles
+
 from keet.accuracy import report, score
 
 # Categories whose verdict may legitimately change between H100 and H200 (different HBM
@@ -13,7 +15,7 @@ MEMORY_SYSTEM = {"dram_bandwidth", "l2_bandwidth", "memory_latency", "uncoalesce
 
 @cache
 def scored(gpu: str):
-    return score(gpu)
+    return score(gpu, profile=shared_profiles.zoo(gpu))
 
 
 def test_h100_top1_at_least_90_percent_and_top2_all():

@@ -15,6 +15,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+import shared_profiles
 from click.testing import CliRunner
 
 from keet.cli import cli as keet_cli
@@ -28,6 +29,13 @@ BIN = Path(sys.executable).parent
 # A quoted source line under "source lines:" (code is never re-flowed), indented 7 columns:
 # "       src/transpose_naive.cu:18 out[...] = ...". Prose is indented 5 and is not exempt.
 SOURCE_LINE = re.compile(r"^ {7}[\w./-]+\.(cu|cuh|h|hpp|cpp|c|hip):\d+ ")
+
+
+@pytest.fixture(autouse=True)
+def _shared_zoo_for_explain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`keet explain` of the combined zoo report gets a copy read once (these tests are of the
+    output; the seven that explain it had spent 17 s re-reading it)."""
+    shared_profiles.share_reads_ahead(monkeypatch, ZOO)
 
 
 def run80(cli, *args: str) -> str:
@@ -176,7 +184,7 @@ def run_with_stderr(command: list[str], tty: bool) -> tuple[int, str, str]:
 
 LONG_COMMANDS = {
     "keet report": lambda tmp: [BIN / "keet", "report", *NCU[:4], "-o", tmp / "r.html"],
-    "perfmodel validate": lambda tmp: [BIN / "perfmodel", "validate", "--manifest", ROOT / "profiles/manifest.json"],
+    "perfmodel validate": lambda tmp: [BIN / "perfmodel", "validate", "--manifest", shared_profiles.zoo_only_profiles(tmp)],
 }
 
 

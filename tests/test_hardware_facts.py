@@ -20,6 +20,7 @@ import tokenize
 from pathlib import Path
 
 import pytest
+import shared_profiles
 from click.testing import CliRunner
 
 from perfmodel.hardware import (
@@ -132,10 +133,7 @@ def test_without_the_folder_the_fake_gpu_is_unknown(fake_gpu, monkeypatch):
 
 @pytest.fixture(scope="module")
 def tiny_kernel_profile():
-    from keet.ingest import load_profile
-
-    manifest = json.loads((PROFILES / "manifest.json").read_text())
-    return load_profile(PROFILES / manifest["gpus"]["h100"]["combined_report"])
+    return shared_profiles.zoo("h100")  # the manifest's combined report
 
 
 def as_fake_device(profile):

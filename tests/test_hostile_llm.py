@@ -26,6 +26,7 @@ else:
     pytest.importorskip("langchain_openai")
 
 import pandas as pd
+import shared_profiles
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from llm_fakes import (
     LocalLLMServer,
@@ -71,6 +72,7 @@ def run_keet(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     from keet.cli import main
 
     monkeypatch.setattr(sys, "argv", ["keet", *args])
+    shared_profiles.share_reads_ahead(monkeypatch, SGEMM)  # the endpoints are under test, not the reader: read once
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     for name in ("KEET_DEBUG", "OPENAI_BASE_URL", "KEET_MODEL"):
         monkeypatch.delenv(name, raising=False)

@@ -3,8 +3,11 @@ per session. CI sets KEET_REQUIRE_LLM=1: there a missing llama_cpp or llm_smollm
 tier; elsewhere it is skipped.
 
 A 135M model tests the plumbing (wire format, tool calls, limits, verification), not the
-reasoning. The agent runs on every zoo profile (H100 and H200), as it does with the scripted
-fake in test_llm_agent.py; replies are capped at 200 tokens to keep the tier to minutes. How
+reasoning. The agent runs on eight zoo profiles that differ in what their explanations hold (a
+memory-bound stream, spills, tensor-core GEMM, atomics, a tail, bank conflicts, many tiny launches,
+an issue-bound mix; four from each GPU); the scripted fake in test_llm_agent.py runs it on every
+zoo profile. Replies are capped at 200 tokens; every profile costs the 2-core machine 10-50 s of
+generation, which is why the tier does not repeat the plumbing on all 64. How
 long `keet explain --llm` takes is measured, not asserted: benchmarks/test_llm_local_bench.py
 (a wall-time bar fails on a busy machine, not on a slow keet).
 """
@@ -46,7 +49,9 @@ from keet.llm.serve import LocalServer, default_gguf
 from keet.llm.settings import LLMSettings, chat_model
 
 ROOT = Path(__file__).resolve().parents[1]
-ZOO = sorted((ROOT / "profiles").glob("h*/ncu/*.ncu-rep.xz"))
+ZOO = [ROOT / "profiles" / gpu / "ncu" / f"{program}.ncu-rep.xz" for gpu, program in (
+    ("h100", "dram_triad"), ("h100", "register_spill"), ("h100", "gemm_wmma"), ("h100", "atomic_contention"),
+    ("h200", "tail_effect"), ("h200", "transpose_smem_conflict"), ("h200", "launch_overhead"), ("h200", "issue_mix"))]
 
 
 def free_port() -> int:

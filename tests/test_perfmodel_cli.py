@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import shared_profiles
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 
@@ -47,8 +48,8 @@ def test_predict_errors_are_one_line(args, problem):
 
 
 @pytest.mark.slow  # the whole zoo, every setting
-def test_validate_reports_every_setting_with_the_naive_baseline():
-    result = perfmodel("validate", "--format", "json")
+def test_validate_reports_every_setting_with_the_naive_baseline(tmp_path: Path):
+    result = perfmodel("validate", "--format", "json", "--manifest", str(shared_profiles.zoo_only_profiles(tmp_path)))
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)["summary"]
     assert [s["setting"] for s in summary] == ["h100 profile -> h100", "h200 profile -> h200", "h100 profile -> h200", "h200 profile -> h100"]
