@@ -10,8 +10,8 @@ gain applied to the measured duration, so that it is in the kernel's real time:
 
 A finding that names the unit the kernel is bound by (DRAM, L2, a pipe, issue) is not an
 inefficiency to remove: what can be won there is the kernel's distance from its speed of light,
-measured - attainable, when the model agrees that unit binds, and nothing when it says another
-one does. Library kernels add the caller's lever where the model can weigh it (keet/data/
+measured - attainable (keet.diagnosis.speed_of_light: the slowest unit alone), when the model
+agrees that unit binds, and nothing when it says another one does. Library kernels add the caller's lever where the model can weigh it (keet/data/
 libraries.toml model_lever): TF32 for FP32 matrix products, FP8 for 16-bit ones, and avoiding a
 layout conversion altogether.
 """
@@ -23,7 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from keet.diagnosis.speed_of_light import LIMITERS, SPEED_OF_LIGHT_RULE, ModelView
+from keet.diagnosis.speed_of_light import (
+    LIMITERS,
+    SPEED_OF_LIGHT_RULE,
+    ModelView,
+    attainable_ns,
+)
 from keet.format import si
 from keet.rules import Finding
 from perfmodel.features import KernelFeatures, pipe_of
@@ -97,10 +102,11 @@ def _headroom(view: ModelView, category: str) -> Recoverable:
         label = LIMITERS.get(view.base.bound, (view.base.bound, None))[0]
         return Recoverable(0.0, 0.0, f"the model says {label}, not this unit, bounds the kernel's work", "speed_of_light",
                            view.base.predicted_ns)
-    saved = max(0.0, view.measured_ns - view.base.predicted_ns)
+    attainable = attainable_ns(view.base)
+    saved = max(0.0, view.measured_ns - attainable)
     return Recoverable(saved, saved / view.measured_ns,
-                       f"running at the model's attainable {si(view.base.predicted_ns, 'ns')} for this work (its speed of light)",
-                       "speed_of_light", view.base.predicted_ns)
+                       f"running at the model's attainable {si(attainable, 'ns')} for this work (its speed of light)",
+                       "speed_of_light", attainable)
 
 
 def _launch(view: ModelView) -> Recoverable:

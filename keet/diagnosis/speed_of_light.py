@@ -1,11 +1,18 @@
-"""Speed of light of one kernel: the model's time for the kernel's own work on the profiled GPU.
+"""Speed of light of one kernel: the model's time for the kernel's own work on the profiled GPU,
+its units overlapped perfectly.
 
-attainable = perfmodel.model.predict(the profiled GPU at the clock it was profiled at, the kernel's
-work counts, "isolated-clean"): one launch after Nsight Compute's clean cache flush, which is what
-its gpu__time_duration measures. The model reads work only (perfmodel.features), never the
-measured time; measured = the profile's duration. headroom = measured - attainable, fraction =
-attainable / measured (1 = the kernel runs at the model's ceiling for its work; above 1 it runs
-faster than the model says it can). The limiter is the model's binding term.
+The model (perfmodel.model.predict on the profiled GPU at the clock it was profiled at, the
+kernel's work counts, "isolated-clean": one launch after Nsight Compute's clean cache flush, which
+is what its gpu__time_duration measures) gives the time each unit would take alone; its
+prediction overlaps them imperfectly, as typical code does (the p-norm of perfmodel.model.combine).
+A kernel can do better than typical: torch.compile's softmax runs 14% under the model's
+prediction for its work (profiles/corpus). What a kernel can reach is its slowest unit alone:
+
+    attainable = the largest of the model's unit times + the fixed costs of a launch
+
+The model reads work only (perfmodel.features), never the measured time; measured = the
+profile's duration. headroom = measured - attainable, fraction = attainable / measured (1 = the
+kernel runs at the model's ceiling for its work). The limiter is the model's binding term.
 
 When the model cannot predict (the profile lacks the work counts it needs, or the GPU has no
 hardware file) the speed of light is "not assessed", with what is missing and how to collect it.
@@ -188,7 +195,7 @@ def model_view(profile: Profile, kernel: Kernel) -> ModelView | SpeedOfLight:
 def speed_of_light(view: ModelView | SpeedOfLight) -> SpeedOfLight:
     if isinstance(view, SpeedOfLight):
         return view
-    attainable, measured = view.base.predicted_ns, view.measured_ns
+    attainable, measured = attainable_ns(view.base), view.measured_ns
     limits = bounds(view.base)
     own = limits.pop(view.base.bound, None)
     runner_up = max(limits.items(), key=lambda item: item[1], default=None)
@@ -197,6 +204,16 @@ def speed_of_light(view: ModelView | SpeedOfLight) -> SpeedOfLight:
                         component=view.base.bound, category=limiter_category(view.base.bound), measured_ns=measured,
                         gpu=view.gpu.id, clock_hz=view.clock_hz, lower_bound=view.base.lower_bound,
                         next_limiter=limiter_label(runner_up[0]) if runner_up else None, margin=margin, notes=list(view.base.notes))
+
+
+def attainable_ns(prediction: Prediction) -> float:
+    """The speed of light of predicted work (module docstring): the slowest unit alone (the
+    model's limits, dependent-load chains included) plus the launch's fixed costs; never more
+    than the prediction."""
+    limits = [*bounds(prediction).values(), *(t for term in prediction.terms.values() for t in term.get("chains", {}).values())]
+    if not limits:
+        return prediction.predicted_ns
+    return min(prediction.predicted_ns, max(limits) + (prediction.inputs.get("overheads_ns") or 0.0))
 
 
 def bounds(prediction: Prediction) -> dict[str, float]:
