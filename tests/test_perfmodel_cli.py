@@ -56,12 +56,3 @@ def test_validate_reports_every_setting_with_the_naive_baseline(tmp_path: Path):
     for setting in summary:
         assert setting["kernels"] == 32
         assert setting["median_ape"] < setting["naive_median_ape"]
-
-
-@pytest.mark.slow  # the whole zoo, every setting
-def test_validation_document_is_what_perfmodel_validate_writes():
-    """docs/validation.md is generated; regenerate it with `perfmodel validate > docs/validation.md`."""
-    from perfmodel.validate import document
-
-    root = Path(__file__).resolve().parents[1]
-    assert (root / "docs" / "validation.md").read_text() == document(root / "profiles" / "manifest.json")
