@@ -6,6 +6,7 @@ the replayed answer of the issue, numbers in words and other bases, markup and e
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -20,6 +21,17 @@ from keet.llm.claims import evaluate_claims, generate, held_back, load_claims
 ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "profiles" / "llm_eval" / "claims" / "claims.json"
 TRANSPOSE = ROOT / "profiles" / "h100" / "ncu" / "transpose_naive.ncu-rep.xz"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_context_per_profile():
+    """Generating and scoring each claim set explains every zoo profile (64 of them, 13-35 s on
+    2 cores); within this module each profile is explained once."""
+    from keet.llm import claims as claims_module
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(claims_module, "_context", functools.cache(claims_module._context))
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -284,14 +284,15 @@ def load_claims(path: str | Path) -> list[dict[str, Any]]:
 
 
 def evaluate_claims(claims: list[dict[str, Any]], profiles: str | Path | None = None,
-                    splits: tuple[str, ...] = ("held_back",)) -> dict[str, dict[str, Any]]:
+                    splits: tuple[str, ...] = ("held_back",), books: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Per split: how many misattributed sentences the verifier rejects (a sentence is rejected
     when any of its numbers is unsupported, strict mode) and how many correct ones it accepts,
-    per kind too."""
+    per kind too. ``books``: the fact books by profile, filled as they are built, for calls that
+    score several claim sets against the same profiles (each book explains its profile)."""
     from keet.llm.verify import check
 
     root = profiles_dir(profiles)
-    books: dict[str, Any] = {}
+    books = {} if books is None else books
     scores: dict[str, dict[str, Any]] = {}
     for split in splits:
         chosen = [c for c in claims if c["split"] == split]

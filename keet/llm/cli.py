@@ -192,8 +192,9 @@ def _evaluate_claims(profiles_path: str | None, out_path: str | None) -> None:
     folder = profiles_dir(profiles_path) / "llm_eval" / "claims"
     claims = load_claims(folder / "claims.json") if (folder / "claims.json").is_file() else generate(profiles_path)
     natural = load_claims(folder / "natural.json") if (folder / "natural.json").is_file() else generate_natural(profiles_path)
-    scores = evaluate_claims(claims, profiles_path, splits=("held_back", "dev"))
-    scores["natural"] = evaluate_claims(natural, profiles_path, splits=("held_back", "dev"))
+    books: dict = {}  # both sets speak of the same profiles: each is explained once
+    scores = evaluate_claims(claims, profiles_path, splits=("held_back", "dev"), books=books)
+    scores["natural"] = evaluate_claims(natural, profiles_path, splits=("held_back", "dev"), books=books)
     if out_path:
         with open(out_path, "w") as out:
             json.dump(scores, out, indent=1)
