@@ -105,7 +105,10 @@ def verdicts(manifest: dict, gpu: str = "h100", progress: Callable[[str], None] 
         profile = load_profile(root / report, read_ahead=read_ahead())
         entries = [e for e in manifest["kernels"] if (m := e["measured"].get(gpu)) and m["report"] == report]
         diagnoses = {e["id"]: diagnose_kernel(profile, profile.kernels[e["measured"][gpu]["report_id"]]) for e in entries}
-        fused = {f.range: f.recoverable_ns for f in fusions(profile, list(diagnoses.values())) if f.range}
+        fused: dict[str, float] = {}  # by range: its best fusion (a range may hold several chains)
+        for fusion in fusions(profile, list(diagnoses.values())):
+            if fusion.range:
+                fused[fusion.range] = max(fused.get(fusion.range, 0.0), fusion.recoverable_ns)
         for entry in entries:
             kernel = profile.kernels[entry["measured"][gpu]["report_id"]]
             diagnosis = diagnoses[entry["id"]]

@@ -11,7 +11,7 @@ import pytest
 
 from keet import load_profile
 from keet.diagnosis import diagnose, read_ahead
-from keet.diagnosis.fusion import chains, fuse, fusions
+from keet.diagnosis.fusion import FUSIBLE_LIMITERS, chains, fuse, fusions
 from keet.explain import explain, to_text
 from keet.profile import Profile
 
@@ -33,6 +33,19 @@ def test_a_range_of_several_launches_is_a_chain_and_a_lone_launch_is_not():
     found = {name: [d.kernel.id for d in members] for name, members in chains(diagnose(pairs(), around))}
     assert found == {GELU: ids}
     assert around[0].attributes.get("nvtx") not in (None, GELU)
+
+
+def test_a_launch_bound_by_compute_ends_a_chain():
+    """cuDNN's NCHW convolution in one range: a layout conversion the model finds issue-bound, a
+    launch-bound one, the L2-bound convolution, an issue-bound conversion back. Only the two in
+    the middle form a chain: fusing does not shorten a launch bound by instruction issue."""
+    name = "conv2d_nchw/fp16/32x64x56x56k64r3"
+    kernels = [k for k in pairs().kernels if k.attributes.get("nvtx") == name]
+    diagnoses = diagnose(pairs(), kernels)
+    limiters = [d.speed_of_light.component for d in diagnoses]
+    assert len(kernels) == 4 and [limiter in FUSIBLE_LIMITERS for limiter in limiters] == [False, True, True, False], limiters
+    assert {range_name: [d.kernel.id for d in members] for range_name, members in chains(diagnoses)} == {
+        name: [kernels[1].id, kernels[2].id]}
 
 
 def test_the_intermediates_of_an_eager_expression_are_its_temporaries():

@@ -4,10 +4,10 @@ Eager PyTorch launches one kernel per operator: in ``(gelu(x) + a) * b`` each ke
 result to DRAM and the next one reads it back, and each pays its own launch. One fused kernel
 (torch.compile, a fused optimizer, flash attention, a hand-written epilogue) keeps those
 intermediates on chip. A chain is a run of consecutive launches of one device that belong
-together: the launches of one NVTX range (ncu --nvtx; a framework operator or a user's range),
-or, where the profile has no ranges, consecutive launches of ATen or PyTorch kernels (whose
-operators the framework could fuse). Library kernels of other kinds (cuBLAS, cuDNN, ...) join a
-chain only through a range.
+together and that fusion can speed up: launches bound by memory traffic or by their launch cost
+(their speed of light's limiter), of one NVTX range (ncu --nvtx; a framework operator or a user's
+range), or, where the profile has no ranges, consecutive ATen launches (whose operators the
+framework could fuse). A launch bound by compute (a GEMM, a convolution) ends a chain.
 
 The intermediate between launch i and launch i+1 is what i wrote and i+1 read back, at most:
 
@@ -45,6 +45,11 @@ from perfmodel.hardware import SECTOR_BYTES
 
 # Libraries whose consecutive launches form a chain without an NVTX range (keet/data/libraries.toml ids).
 FUSIBLE_LIBRARIES = frozenset({"aten"})
+# Limiters (the speed of light's model term) of launches that fusion speeds up: traffic to
+# memory, and launches too short for their work. A launch bound by a pipe, the tensor cores or
+# issue (a GEMM, a convolution) ends a chain: keeping its operands on chip does not shorten it,
+# and a range that spans a layer's forward and backward is not one kernel to write.
+FUSIBLE_LIMITERS = frozenset({"dram", "l2", "sm_port", "latency", "launch", "block_dispatch"})
 # A chain whose fusion wins less than this share of its time is not worth a reader's time
 # (keet.diagnosis.MIN_IMPACT for one finding).
 MIN_SHARE = 0.02
@@ -96,7 +101,10 @@ def chains(diagnoses: list[Diagnosis]) -> list[tuple[str | None, list[Diagnosis]
         kernel = d.kernel
         nvtx = kernel.attributes.get("nvtx")
         library = d.library.library.id if d.library else None
-        if nvtx:
+        limiter = d.speed_of_light.component if d.speed_of_light else None
+        if limiter not in FUSIBLE_LIMITERS:
+            this = None
+        elif nvtx:
             this = ("range", nvtx, kernel.device_id)
         elif library in FUSIBLE_LIBRARIES:
             this = ("library", library, kernel.device_id)
