@@ -78,6 +78,7 @@ class Diagnosis:
     # where no rule speaks: the finding the speed of light makes (rule "speed-of-light"), reported
     # in the rules' place (``reported``) but kept apart from ``findings``, which are the rules' own
     below: tuple[Finding, Recoverable | None] | None = None
+    view: ModelView | None = field(default=None, repr=False)  # the model applied to the kernel, where it could be
 
     def reported(self) -> list[tuple[Finding, Recoverable | None]]:
         """The findings a reader sees, ranked, each with its recoverable time: the rules', or
@@ -188,6 +189,7 @@ def diagnose_kernel(profile: Profile, kernel: Kernel, model: bool = True) -> Dia
         diagnosis.verdict = verdict(diagnosis)
         return diagnosis
     view = model_view(profile, kernel)
+    diagnosis.view = view if isinstance(view, ModelView) else None
     diagnosis.speed_of_light = speed_of_light(view)
     if isinstance(view, ModelView) and not diagnosis.findings:  # no silence: the nearest limiter speaks
         found = below_speed_of_light(diagnosis.speed_of_light)

@@ -147,10 +147,12 @@ def _without(view: ModelView, read_off: float, write_off: float):
     return replace(view.work, counts=counts)
 
 
-def fuse(profile: Profile, chain: list[Kernel], range_name: str | None = None) -> Fusion | None:
+def fuse(profile: Profile, chain: list[Kernel], range_name: str | None = None,
+         views: list[ModelView | None] | None = None) -> Fusion | None:
     """The fusion estimate of one chain (module docstring), or None where the model cannot
-    weigh every launch of it (a launch without work counts, or on a GPU without a file)."""
-    views = [model_view(profile, kernel) for kernel in chain]
+    weigh every launch of it (a launch without work counts, or on a GPU without a file).
+    ``views``: the model already applied to each launch (Diagnosis.view), where it was."""
+    views = [v if v is not None else model_view(profile, kernel) for kernel, v in zip(chain, views or [None] * len(chain))]
     if not all(isinstance(v, ModelView) for v in views):
         return None
     written = [_written_bytes(v) for v in views]
@@ -178,7 +180,7 @@ def fusions(profile: Profile, diagnoses: list[Diagnosis]) -> list[Fusion]:
     """Every chain's fusion estimate worth reporting, by recoverable time."""
     found = []
     for range_name, members in chains(diagnoses):
-        estimate = fuse(profile, [d.kernel for d in members], range_name)
+        estimate = fuse(profile, [d.kernel for d in members], range_name, [d.view for d in members])
         if estimate is not None and estimate.share >= MIN_SHARE:
             found.append(estimate)
     return sorted(found, key=lambda f: (-f.recoverable_ns, f.launches[0]))
