@@ -110,8 +110,8 @@ def verdicts(manifest: dict, gpu: str = "h100", progress: Callable[[str], None] 
             if fusion.range:
                 fused[fusion.range] = max(fused.get(fusion.range, 0.0), fusion.recoverable_ns)
         for entry in entries:
-            kernel = profile.kernels[entry["measured"][gpu]["report_id"]]
             diagnosis = diagnoses[entry["id"]]
+            kernel = diagnosis.kernel
             times = entry["measured"]
             speedup = (times["h100"]["isolated_ns"] / times["h200"]["isolated_ns"]) if {"h100", "h200"} <= times.keys() else None
             sol = diagnosis.speed_of_light

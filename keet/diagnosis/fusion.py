@@ -23,10 +23,11 @@ instead of one per launch:
     fused = sum over launches of (predicted' - overheads') + the largest overheads'
     recoverable = measured total - fused
 
-The fused kernel is new code, so what it can reach is its own speed of light, as for a kernel
-bound by a unit (keet.diagnosis.recoverable: measured - attainable); an inefficiency removed
-from a kernel that stays (ideal sectors, no conflicts) is instead the model's relative gain
-applied to the measured time.
+The fused kernel is new code, so its time is the model's for its work (each phase at the
+model's typical overlap of its units, not at its speed of light: the estimate stays
+conservative), not a share of the old kernels' measured time; an inefficiency removed from a
+kernel that stays (ideal sectors, no conflicts) is instead the model's relative gain applied to
+the measured time (keet.diagnosis.recoverable).
 
 That assumes the intermediates are temporaries nothing else reads (in-place updates and results
 kept for the backward pass are not); the finding says so.
@@ -34,7 +35,7 @@ kept for the backward pass are not); the finding says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from keet.diagnosis import Diagnosis
@@ -69,7 +70,6 @@ class Fusion:
     fused_ns: float  # the model's time of the fused work
     intermediate_bytes: float
     recoverable_ns: float
-    notes: list[str] = field(default_factory=list)
 
     @property
     def share(self) -> float:
@@ -80,8 +80,8 @@ class Fusion:
         where = f"the {len(self.launches)} launches of range {self.range}" if self.range else f"{len(self.launches)} consecutive launches"
         return (f"{where} fused into one kernel: {si(self.intermediate_bytes, 'B')} of intermediates written and read back stay "
                 f"on chip, and {len(self.launches) - 1} launch(es) fewer (if nothing else reads the intermediates); the model's "
-                f"{si(self.predicted_ns, 'ns')} for the launches becomes {si(self.fused_ns, 'ns')} as one kernel at its speed of "
-                f"light, against {si(self.measured_ns, 'ns')} measured")
+                f"{si(self.predicted_ns, 'ns')} for the launches becomes {si(self.fused_ns, 'ns')} as one kernel, against "
+                f"{si(self.measured_ns, 'ns')} measured")
 
     def as_dict(self) -> dict[str, Any]:
         return {"category": CATEGORY, "launches": self.launches, "range": self.range, "measured_ns": self.measured_ns,
@@ -110,16 +110,18 @@ def chains(diagnoses: list[Diagnosis]) -> list[tuple[str | None, list[Diagnosis]
             this = ("library", library, kernel.device_id)
         else:
             this = None
-        adjacent = current and kernel.id == current[-1].kernel.id + 1
-        if this is not None and this == key and adjacent:
+        if this is not None and this == key and kernel.id == current[-1].kernel.id + 1:
             current.append(d)
             continue
-        if len(current) >= 2:
-            out.append((key[1] if key and key[0] == "range" else None, current))
+        _close_chain(out, key, current)
         current, key = ([d], this) if this is not None else ([], None)
-    if len(current) >= 2:
-        out.append((key[1] if key and key[0] == "range" else None, current))
+    _close_chain(out, key, current)
     return out
+
+
+def _close_chain(out: list[tuple[str | None, list[Diagnosis]]], key: tuple | None, members: list[Diagnosis]) -> None:
+    if len(members) >= 2 and key is not None:
+        out.append((key[1] if key[0] == "range" else None, members))
 
 
 def _written_bytes(view: ModelView) -> float:
