@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+# Bytecode caches on, for this run and the commands it starts: the suite imports keet in two
+# workers and ~120 command-line subprocesses, and where the environment says not to write them
+# (PYTHONDONTWRITEBYTECODE, as some images set) each compiles every module again: the default
+# tier took 171 s on 2 cores that way, 153 s with caches (docs/benchmarks.md).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 DATA = Path(__file__).parent / "data"
 NCU_DATA = DATA / "ncu"

@@ -30,15 +30,16 @@ def zoo(gpu: str) -> Profile:
 
 def share_reads_ahead(monkeypatch, *paths: Path) -> None:
     """keet's commands run in this process get the copy of any of `paths` read once here
-    whenever they read it with the options `keet explain` passes (every kernel's counters
-    ahead): for tests of what the commands do with a profile, not of how it is read."""
+    whenever they read it whole: with the options `keet explain` passes (every kernel's counters
+    ahead) or with none (`keet metrics`; the copy read ahead holds the same metrics): for tests
+    of what the commands do with a profile, not of how it is read."""
     import keet.ingest
 
     real = keet.ingest.load_profile
     shared = {Path(p) for p in paths}
 
     def load(path, *args, **kwargs):
-        if Path(path) in shared and not args and kwargs == {"read_ahead": read_ahead()}:
+        if Path(path) in shared and not args and kwargs in ({}, {"read_ahead": read_ahead()}):
             return read_ahead_once(Path(path))
         return real(path, *args, **kwargs)
 

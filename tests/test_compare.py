@@ -49,7 +49,6 @@ from keet.compare import (
     to_junit,
     to_text,
 )
-from keet.diagnosis import read_ahead
 from keet.errors import ProfileError
 from keet.ingest import load_profile
 from keet.profile import METRIC_COLUMNS, Device, Kernel, Profile
@@ -81,6 +80,14 @@ def keet(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProc
 def invoke(*args: str | Path) -> tuple[int, str]:
     result = CliRunner().invoke(cli, [str(a) for a in args], env={"COLUMNS": "80"}, catch_exceptions=False)
     return result.exit_code, result.output
+
+
+@pytest.fixture(autouse=True)
+def _shared_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands these tests run in this process get one read of each zoo report they compare
+    (the tests are of the comparison; they had read sgemm_tiled and the transposes 50 times)."""
+    shared_profiles.share_reads_ahead(monkeypatch, CONFLICT, PADDED, *(gpu / "ncu" / f"{name}.ncu-rep.xz"
+                                                                    for gpu in (H100, H200) for name in ("sgemm_tiled", "dram_triad")))
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +281,7 @@ def test_folders_pair_profiles_by_name(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def partpairs() -> Profile:
-    return load_profile(CORPUS / "h100" / "h100_partpairs.ncu-rep.xz", read_ahead=read_ahead())
+    return shared_profiles.read_ahead_once(CORPUS / "h100" / "h100_partpairs.ncu-rep.xz")
 
 
 def test_a_timings_file_gives_every_launch_its_repeated_runs(partpairs: Profile) -> None:

@@ -29,7 +29,9 @@ CORPUS = json.loads((PROFILES / "corpus" / "manifest.json").read_text())
 
 @cache
 def profile(path: Path):
-    return shared_profiles.zoo("h100") if path == ZOO else load_profile(path, read_ahead=read_ahead())
+    if path in (ZOO, PAIRS):  # read once per test process (test_fusion and test_compare read the pairs too)
+        return shared_profiles.zoo("h100") if path == ZOO else shared_profiles.read_ahead_once(path)
+    return load_profile(path, read_ahead=read_ahead())
 
 
 @cache
@@ -151,8 +153,8 @@ def test_the_tf32_lever_moves_the_ffma_and_the_shared_loads_that_fed_it_to_the_t
 
     case = next(e for e in CORPUS["kernels"] if e["id"] == "conv2d_nchw/fp32/32x64x56x56k64r3#0")
     measured = case["measured"]["h100"]
-    conv = load_profile(PROFILES / "corpus" / measured["report"])  # one kernel of ~100 is read: nothing ahead
-    view = model_view(conv, conv.kernels[measured["report_id"]])
+    conv = load_profile(PROFILES / "corpus" / measured["report"], launches={measured["report_id"]})
+    view = model_view(conv, conv.kernel(measured["report_id"]))
     work, _ = LEVERS["tf32"](view)
     before = view.work
     assert before.warp_instructions_by_pipe["fp32"] > 0 and before.counts["shared_load_wavefronts"] > 0

@@ -66,6 +66,7 @@ def test_pipe_of(opcode, pipe):
     assert pipe_of(opcode) == pipe
 
 
+@pytest.mark.slow  # reads the combined zoo report again (4 s); the perturbation test above keeps the default tier honest
 def test_reading_only_the_model_metrics_gives_the_same_features(profile):
     """perfmodel predict loads only raw_metrics(): a tenth of the report, same features."""
     subset = load_profile(PROFILES / "h100" / "zoo_all.ncu-rep.xz", metrics=raw_metrics())

@@ -116,6 +116,7 @@ def drip_headers(handler: Any, number: int) -> None:
         time.sleep(0.25)
 
 
+@pytest.mark.slow  # each waits out its deadline (2-3 s); the default tier keeps the one through the command line
 @pytest.mark.parametrize("drip", [drip_body, drip_headers], ids=["body", "headers"])
 def test_a_dripping_endpoint_cannot_outlast_the_deadline(drip, sgemm) -> None:
     with LocalLLMServer(drip) as server:
@@ -205,6 +206,7 @@ def test_llm_eval_maps_a_malformed_reply_to_one_line(body: bytes, said: str, tmp
     assert err.count("\n") == 1 and "internal error" not in err and KEY not in err
 
 
+@pytest.mark.slow  # waits out its deadline
 def test_llm_eval_ends_at_the_deadline_of_a_dripping_server(tmp_path, monkeypatch, capsys) -> None:
     with LocalLLMServer(drip_body) as server:
         started = time.monotonic()

@@ -243,7 +243,7 @@ def test_the_users_folders_are_hidden(hostile: Path, scratch: Path, tmp_path: Pa
     assert f"cannot read {home / '.netrc'}" in result.stdout and f"cannot read {ROOT / 'pyproject.toml'}" in result.stdout
 
 
-@pytest.mark.parametrize("stay", [30, 0], ids=["killed-at-the-wall-time", "exits-at-once"])
+@pytest.mark.parametrize("stay", [pytest.param(30, marks=pytest.mark.slow), 0], ids=["killed-at-the-wall-time", "exits-at-once"])
 def test_a_setsid_daemon_does_not_outlive_the_run(hostile: Path, scratch: Path, stay: int, sandbox_required: None) -> None:
     token = f"{secrets.randbelow(10**6) + 10**6}.5"  # `sleep TOKEN`: a number only this test uses
     started = time.monotonic()

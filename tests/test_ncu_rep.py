@@ -78,6 +78,21 @@ def test_v100_all_kernels_in_order_with_launch(v100):
     assert longest.registers_per_thread == 37
 
 
+def test_chosen_launches_alone_keep_their_ids_and_values(v100):
+    """load_profile(launches=...) reads those actions alone, each as the whole read has it."""
+    chosen = load_profile(V100, launches={1, 4})
+    assert [k.id for k in chosen.kernels] == [1, 4]
+    for kernel in chosen.kernels:
+        whole = v100.kernel(kernel.id)
+        assert (kernel.name, kernel.grid, kernel.block) == (whole.name, whole.grid, whole.block)
+        assert chosen.values(kernel, origin="raw") == v100.values(whole, origin="raw")
+        assert chosen.values(kernel) == v100.values(whole)
+    # (the device's SM clock is the first launch read's: not compared)
+    assert (chosen.device.name, chosen.device.sm_count, chosen.device.l2_bytes) == (v100.device.name, v100.device.sm_count, v100.device.l2_bytes)
+    with pytest.raises(ProfileError, match="no launch 5 .* 0-4"):
+        load_profile(V100, launches={5})
+
+
 def test_v100_derived_canonical_metrics(v100):
     kernel = v100.kernels[0]
     read = v100.value(kernel, "dram__bytes_read.sum", origin="raw")
@@ -141,6 +156,7 @@ def test_magic_only_report(tmp_path):
         load_profile(bad)
 
 
+@pytest.mark.slow  # 40 damaged reports, each read by the native reader
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(flips=st.lists(st.tuples(st.integers(0, 48170), st.integers(0, 255)), min_size=1, max_size=24))
 def test_fuzzed_report_loads_or_fails_cleanly(tmp_path, capfd, flips):
@@ -162,6 +178,7 @@ def test_fuzzed_report_loads_or_fails_cleanly(tmp_path, capfd, flips):
 SGEMM_SECTIONS = lzma.decompress((DATA / "h200_sgemm_tiled_sections.ncu-rep.xz").read_bytes())  # with source counters
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(flips=st.lists(st.tuples(st.integers(0, len(SGEMM_SECTIONS) - 1), st.integers(0, 255)), min_size=1, max_size=24))
 def test_fuzzed_report_read_ahead_loads_or_fails_cleanly(tmp_path, capfd, flips):

@@ -24,6 +24,7 @@ def zoo_read_ahead():
     return shared_profiles.zoo("h100")  # loaded with read_ahead()
 
 
+@pytest.mark.slow  # reads and explains the combined zoo report a second way (4 s); the next tests keep read-ahead in the default tier
 def test_read_ahead_explains_as_reading_later(zoo_read_ahead):
     assert to_json(explain(zoo_read_ahead)) == to_json(explain(load_profile(ZOO)))
 

@@ -270,6 +270,7 @@ def test_cli_writes_the_report(tmp_path):
     assert "<title>T&lt;1&gt;</title>" in out.read_text()
 
 
+@pytest.mark.slow  # four reports (4 s); test_site covers folders of profiles in the default tier
 def test_batch_reports_every_profile_and_compares_same_names(tmp_path):
     root = tmp_path / "profiles"
     for gpu_dir, source in (("h100", H100), ("h200", H200)):

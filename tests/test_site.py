@@ -213,6 +213,7 @@ def _copies(site, tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path / "profiles", tmp_path / "out"
 
 
+@pytest.mark.slow  # rebuilds pages (4 s); the unchanged rerun and the failing profile keep the incremental build in the default tier
 def test_a_changed_profile_is_rebuilt_and_a_removed_one_dropped(site, tmp_path):
     root, out = _copies(site, tmp_path)
     shutil.copy(PROFILES / "h200/ncu/dram_triad.ncu-rep.xz", root / "h200/ncu/smem_bandwidth.ncu-rep.xz")  # new content, same name

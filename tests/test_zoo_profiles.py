@@ -12,6 +12,7 @@ import pytest
 import shared_profiles
 
 from keet import load_profile
+from keet.canonical import vocabulary
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 MANIFEST = json.loads((PROFILES / "manifest.json").read_text())
@@ -46,9 +47,13 @@ def test_manifest_covers_the_zoo():
             assert (PROFILES / measured["report"]).is_file()
 
 
+LAUNCH_METRICS = {"gpu__time_duration.sum", *next(m for m in vocabulary() if m.name == "sm_clock").ncu}
+
+
 @pytest.mark.parametrize("gpu, entry", ENTRIES, ids=[f"{g}-{e['program']}" for g, e in ENTRIES])
 def test_program_report_matches_manifest(gpu, entry):
-    profile = load_profile(PROFILES / entry["measured"][gpu]["report"])
+    # the launch, the device and the clock (launch and device attributes are always read)
+    profile = load_profile(PROFILES / entry["measured"][gpu]["report"], metrics=LAUNCH_METRICS)
     assert profile.device.name == GPUS[gpu]
     assert profile.device.compute_capability == (9, 0) and profile.device.sm_count == 132
     kernel = profile.kernel(entry["kernel"])
@@ -96,7 +101,8 @@ AGREEING = ["duration", "launch.grid_size", "launch.block_size", "launch.registe
             "occupancy.theoretical_pct", "occupancy.limit_registers", "sol.sm_pct", "sol.memory_pct", "inst.executed"]
 
 
-@pytest.mark.parametrize("export", ["details", "details_base", "raw", "raw_base"])
+# The details pages (3-5 s each to parse) are slow; tests/test_ncu_csv.py reads details pages in the default tier.
+@pytest.mark.parametrize("export", [pytest.param(e, marks=pytest.mark.slow) for e in ("details", "details_base")] + ["raw", "raw_base"])
 @pytest.mark.parametrize("gpu", GPUS)
 def test_csv_exports_agree_with_the_report(gpu, export):
     report = combined(gpu)

@@ -30,7 +30,8 @@ kernel that stays (ideal sectors, no conflicts) is instead the model's relative 
 the measured time (keet.diagnosis.recoverable).
 
 That assumes the intermediates are temporaries nothing else reads (in-place updates and results
-kept for the backward pass are not); the finding says so.
+kept for the backward pass are not); the finding says so (``ASSUMPTION``, its ``assumption`` in
+the JSON, which the report and the LLM agent's tools show with it).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ FUSIBLE_LIMITERS = frozenset({"dram", "l2", "sm_port", "latency", "launch", "blo
 # (keet.diagnosis.MIN_IMPACT for one finding).
 MIN_SHARE = 0.02
 CATEGORY = "fusion"
+# What every fusion estimate takes for granted, in the words every presenter shows it with.
+ASSUMPTION = ("nothing else reads the intermediates: they are temporaries of the chain (an in-place update, or a tensor "
+              "kept for the backward pass, must still be written)")
 
 
 @dataclass
@@ -77,9 +81,18 @@ class Fusion:
 
     @property
     def how(self) -> str:
-        where = f"the {len(self.launches)} launches of range {self.range}" if self.range else f"{len(self.launches)} consecutive launches"
+        return self.describe()
+
+    def describe(self, named: bool = True) -> str:
+        """How the time is won, in keet's words. ``named``: with the range's name, a string from
+        the profile (False: "the range", for a reader that must keep profile strings apart)."""
+        count = len(self.launches)
+        if self.range:
+            where = f"the {count} launches of range {self.range}" if named else f"the {count} launches of the range"
+        else:
+            where = f"{count} consecutive launches"
         return (f"{where} fused into one kernel: {si(self.intermediate_bytes, 'B')} of intermediates written and read back stay "
-                f"on chip, and {len(self.launches) - 1} launch(es) fewer (if nothing else reads the intermediates); the model's "
+                f"on chip, and {count - 1} launch(es) fewer (if nothing else reads the intermediates); the model's "
                 f"{si(self.predicted_ns, 'ns')} for the launches becomes {si(self.fused_ns, 'ns')} as one kernel, against "
                 f"{si(self.measured_ns, 'ns')} measured")
 
@@ -87,7 +100,14 @@ class Fusion:
         return {"category": CATEGORY, "launches": self.launches, "range": self.range, "measured_ns": self.measured_ns,
                 "predicted_ns": self.predicted_ns, "fused_ns": self.fused_ns, "intermediate_bytes": self.intermediate_bytes,
                 "recoverable_ns": self.recoverable_ns, "recoverable_fraction": self.share, "recoverable_how": self.how,
-                "recoverable_basis": "model"}
+                "recoverable_basis": "model", "assumption": ASSUMPTION}
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> Fusion:
+        """The estimate back from its ``as_dict`` (keet explain's ``fusions``), for presenters
+        that get the document."""
+        return cls(list(entry["launches"]), entry.get("range"), entry["measured_ns"], entry["predicted_ns"], entry["fused_ns"],
+                   entry["intermediate_bytes"], entry["recoverable_ns"])
 
 
 def chains(diagnoses: list[Diagnosis]) -> list[tuple[str | None, list[Diagnosis]]]:

@@ -133,7 +133,8 @@ def detect(path: str | Path) -> Reader:
     raise ProfileError(path, "is not a profile format keet reads (" + ", ".join(known) + ")")
 
 
-def load_profile(path: str | Path, metrics: Collection[str] | None = None, read_ahead: SourceRequest | None = None) -> Profile:
+def load_profile(path: str | Path, metrics: Collection[str] | None = None, read_ahead: SourceRequest | None = None,
+                 launches: Collection[int] | None = None) -> Profile:
     """Read any supported profile into a Profile.
 
     `metrics` (raw vendor names) lets a reader skip the others where that saves time (the
@@ -141,12 +142,18 @@ def load_profile(path: str | Path, metrics: Collection[str] | None = None, read_
     `read_ahead`: per-instruction counters the caller will read of every kernel, read with the
     metrics by a reader that says it can (``reads_ahead``; the .ncu-rep reader: in one pass per
     action its workers stay small); other readers read them when asked.
+    `launches` (kernel ids: places among the profile's launches): a reader that says it can
+    (``reads_launches``; the .ncu-rep reader, where each launch costs ~60 ms to decode) reads
+    those alone, keeping their ids; other readers read every launch.
     """
     path = Path(path)
     found = detect(path)
+    options: dict[str, object] = {}
     if read_ahead is not None and getattr(found, "reads_ahead", False):
-        return found.read(path, metrics, read_ahead=read_ahead)
-    return found.read(path, metrics)
+        options["read_ahead"] = read_ahead
+    if launches is not None and getattr(found, "reads_launches", False):
+        options["launches"] = launches
+    return found.read(path, metrics, **options)
 
 
 __all__ = ["FORMATS", "SNIFF_BYTES", "Format", "Reader", "detect", "load_profile", "reader", "readers", "register"]

@@ -64,11 +64,13 @@ class NcuReportReader:
     id = "ncu-rep"
     description = "Nsight Compute report (.ncu-rep), any version the ncu-report module reads"
     reads_ahead = True  # per-instruction counters with the metrics, in one pass per action (load_profile)
+    reads_launches = True  # some launches alone: the others' actions are never decoded (load_profile)
 
     def sniff(self, head: bytes) -> bool:
         return sniff.ncu_rep(head)
 
-    def read(self, path: Path, metrics: Collection[str] | None = None, read_ahead: SourceRequest | None = None) -> Profile:
+    def read(self, path: Path, metrics: Collection[str] | None = None, read_ahead: SourceRequest | None = None,
+             launches: Collection[int] | None = None) -> Profile:
         import ncu_report  # noqa: F401 - lazily (a native library), here: forked workers inherit it loaded
 
         path = Path(path)  # compared with the copy's path below: a str would never equal it
@@ -81,7 +83,7 @@ class NcuReportReader:
         # The copy lives as long as the report's kernels: those are read from it later.
         native = NativeReport(path, plain, workers=_MAX_WORKERS)
         try:
-            records = _read_all_actions(path, native, keep, read_ahead)
+            records = _read_all_actions(path, native, keep, read_ahead, launches)
             # Launches of one function (same name, same code address) have one SASS: read it once.
             native.code = {(r.range_index, r.action_index): _code_of(r) for r in records if r.function_base is not None}
             for record in records:  # later reads go where the action is decoded already
@@ -248,6 +250,7 @@ class _ActionRecord:
     opcodes: dict[str, dict[str, float]]  # per-opcode tables (instruction mix)
     function_base: int | None = None  # address of the kernel's code: launches sharing it share their SASS
     slot: int = 0  # the worker that read it (and holds it decoded)
+    launch: int = 0  # its place among all the report's actions: the kernel's id
     ahead: tuple | None = None  # a read-ahead of its per-instruction counters (read_ahead_in_worker's answer)
 
 
@@ -440,8 +443,9 @@ def _positions(report: str) -> list[tuple[int, int]]:
 
 
 def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | None,
-                      read_ahead: SourceRequest | None) -> list[_ActionRecord]:
-    """All actions, read by the report's workers: one, or up to _MAX_WORKERS for a large report.
+                      read_ahead: SourceRequest | None, launches: Collection[int] | None = None) -> list[_ActionRecord]:
+    """All actions (or those whose place among them is in `launches`), read by the report's
+    workers: one, or up to _MAX_WORKERS for a large report.
 
     ncu-report's native action loading dominates (about 60 ms per H100 full-set action)
     and holds the GIL, so threads do not help; processes do. And the native reader aborts on
@@ -452,6 +456,12 @@ def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | N
         positions = native.call(0, _positions)
         if not positions:
             raise ProfileError(path, "report holds no profiled kernels (empty or corrupt)")
+        launch_of = {position: index for index, position in enumerate(positions)}
+        if launches is not None:
+            chosen = set(launches)
+            if missing := chosen - set(range(len(positions))):
+                raise ProfileError(path, f"report has no launch {min(missing)} (it holds {len(positions)}: 0-{len(positions) - 1})")
+            positions = [p for index, p in enumerate(positions) if index in chosen]
         workers = max(1, min(os.cpu_count() or 1, _MAX_WORKERS, len(positions) // _ACTIONS_PER_WORKER))
         native.use_workers(workers)
         # The actions are read in tasks of a few: between tasks a worker grown past its memory
@@ -480,6 +490,7 @@ def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | N
                 part = native.result(future)
                 for record in part:
                     record.slot = slot
+                    record.launch = launch_of[(record.range_index, record.action_index)]
                     if read_ahead is not None:
                         _learn(record, read_ahead, native, unlocated)
                 parts.append(part)
@@ -528,7 +539,8 @@ def _profile_from_records(path: Path, native: NativeReport, records: list[_Actio
     kernels: list[Kernel] = []
     raw: dict[int, dict[str, tuple[float, str]]] = {}
     devices: dict[int, Device] = {}
-    for kid, record in enumerate(records):
+    for record in records:
+        kid = record.launch
         # A damaged payload can leave an action that the native reader returns without a
         # name or any metric: that is a corrupt report, not a kernel named None.
         if not isinstance(record.name, str) or not record.name or not (record.raw or record.strings):

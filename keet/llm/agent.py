@@ -206,6 +206,13 @@ def starting_context(document: dict[str, Any], tools: ProfileTools) -> str:
         lines.append(_prediction_line(entry, tools))
     if len(document["kernels"]) > CONTEXT_KERNELS:
         lines.append(f"\n{len(document['kernels']) - CONTEXT_KERNELS} more kernels: list_kernels and findings describe them.")
+    fusions = document.get("fusions") or []
+    if fusions:  # keet.diagnosis.fusion: above one kernel
+        top = fusions[0]
+        where = f"range {fence(top['range'])}" if top.get("range") else f"launches {top['launches'][0]}-{top['launches'][-1]}"
+        lines.append(f"\nFusion: {len(fusions)} chain(s) of launches one kernel could do; the most, the {len(top['launches'])} launches "
+                     f"of {where}: {_ns(top['recoverable_ns'])} recoverable, if nothing else reads the intermediates. The "
+                     "where_to_win tool lists them all with the groups of launches that could win the most.")
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from keet.diagnosis.fusion import ASSUMPTION, Fusion
 from keet.explain import explain
 from keet.llm.fence import fence
 from keet.profile import Kernel, Profile
@@ -191,6 +192,7 @@ class ProfileTools:
     baseline: Profile | None = None
     calls: list[ToolCall] = field(default_factory=list)
     _documents: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict, repr=False)
+    _run: dict[str, Any] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------ shared look-ups
 
@@ -211,6 +213,13 @@ class ProfileTools:
         if key not in self._documents:
             self._documents[key] = explain(profile, [kernel])["kernels"][0]
         return self._documents[key]
+
+    def run_document(self) -> dict[str, Any]:
+        """keet explain's document over every kernel of the profile (its groups of identical
+        launches, fusions and where the most time can be won), computed once."""
+        if self._run is None:
+            self._run = explain(self.profile)
+        return self._run
 
     def work(self, kernel: Kernel, profile: Profile | None = None) -> tuple[Any, str | None]:
         from keet.analysis.predictions import model_inputs
@@ -290,6 +299,17 @@ class ProfileTools:
         entry = self.diagnosis_entry(chosen)
         return {"kernel": chosen.id, "measured_ns": chosen.duration_ns, **v2_fields(entry),
                 "recoverable": [{"category": f["category"], **recoverable_fields(f)} for f in entry["diagnosis"]]}
+
+    def where_to_win(self) -> dict[str, Any]:
+        """Above one kernel: where the most time of the whole profile can be won (groups of
+        identical launches and fusions, by recoverable time), and every fusion keet found: a
+        chain of launches one kernel could do, with its launches, range, measured time, the
+        model's time for the fused work, the time it would recover and what that assumes."""
+        document = self.run_document()
+        total = document.get("total_ns")
+        fusions = document.get("fusions") or []
+        return {"total_ns": total, "where_to_win": [shown_win(item, fusions) for item in document.get("where_to_win") or []],
+                "fusions": [shown_fusion(index, entry, total) for index, entry in enumerate(fusions)]}
 
     def source_hotspots(self, kernel: str | None = None, top: int = MAX_HOT_LINES) -> dict[str, Any]:
         from keet.report.sections import hotspots
@@ -403,6 +423,9 @@ class ProfileTools:
         def predict(kernel: str = "", gpu: str = "") -> str:
             return self.call("predict", kernel=kernel, gpu=gpu)
 
+        def where_to_win() -> str:
+            return self.call("where_to_win")
+
         def compare(kernel: str = "") -> str:
             return self.call("compare", kernel=kernel)
 
@@ -419,6 +442,10 @@ class ProfileTools:
             make("speed_of_light", f"The kernel against its speed of light (the model's attainable time for its own work, the "
                  f"limiter, the headroom), its verdict, the time each finding could recover and, for a library kernel, the "
                  f"caller's levers. {which}", speed_of_light),
+            make("where_to_win", "The whole profile: where the most time can be won (groups of identical launches and fusions, "
+                 "by recoverable time, with their share of the run), and every fusion found: a chain of launches one kernel "
+                 "could do (its launches, NVTX range, measured time, the model's time fused, recoverable time, and its "
+                 "assumption that nothing else reads the intermediates).", where_to_win),
             make("predict", f"The analytical model's predicted time and per-unit breakdown on a GPU ({', '.join(gpu_ids())}; "
                  f"'' = the profile's GPU), with the expected effect of halving each unit's time. {which}", predict),
         ]
@@ -478,6 +505,39 @@ def v2_fields(entry: dict[str, Any]) -> dict[str, Any]:
         "verdict": (entry.get("verdict") or {}).get("text"),
         "recoverable_ns": entry.get("recoverable_ns"),
         "library": {key: library[key] for key in ("id", "name", "kind", "what", "levers")} if library else None,
+    }
+
+
+def _pct(fraction: float | None) -> float | None:
+    return fraction * 100 if fraction is not None else None
+
+
+def shown_win(item: dict[str, Any], fusions: list[dict[str, Any]]) -> dict[str, Any]:
+    """One entry of keet explain's ``where_to_win`` as the model sees it: a group (its kernel's
+    names fenced; its ``how`` is keet's words) or a fusion (its range fenced; ``fusions[index]``
+    in the same result has the rest)."""
+    shared = {"count": item["count"], "recoverable_ns": item["recoverable_ns"], "recoverable_share_of_run_pct": _pct(item.get("share_of_run")),
+              "category": item["category"]}
+    if "fusion" in item:
+        fusion = Fusion.from_dict(fusions[item["fusion"]])
+        return {"fusion": item["fusion"], "range": fence(fusion.range), "launches": fusion.launches, **shared}
+    return {"group": item["group"], "kernel": item["representative"], "name": fence(item["name"]), "function": fence(item["function"]),
+            **shared, "recoverable_by": item.get("how")}
+
+
+def shown_fusion(index: int, entry: dict[str, Any], total_ns: float | None) -> dict[str, Any]:
+    """A fusion (keet.diagnosis.fusion) as the model sees it: its launches (kernel ids), NVTX
+    range (fenced; None for consecutive library launches), the chain's measured time, the
+    model's time for its launches as they are and fused, the intermediate bytes that would stay
+    on chip, the recoverable time (ns, percent of the chain's time and of the run's), how it is
+    won in keet's words without the range's name, and its assumption."""
+    fusion = Fusion.from_dict(entry)
+    return {
+        "fusion": index, "range": fence(fusion.range), "launches": fusion.launches, "count": len(fusion.launches),
+        "measured_ns": fusion.measured_ns, "predicted_ns": fusion.predicted_ns, "fused_predicted_ns": fusion.fused_ns,
+        "intermediate_bytes": fusion.intermediate_bytes, "recoverable_ns": fusion.recoverable_ns, "recoverable_pct": _pct(fusion.share),
+        "recoverable_share_of_run_pct": _pct(fusion.recoverable_ns / total_ns) if total_ns else None,
+        "recoverable_by": fusion.describe(named=False), "assumption": ASSUMPTION,
     }
 
 

@@ -241,6 +241,8 @@ _TOPICS = (
     ("cache", r"cache"),
     ("component", r"components?|breakdown|part of"),
     ("capacity", r"capacity|memory size|memory_bytes|of memory|gb of|hbm capacity"),
+    # what one launch writes and the next reads back (keet.diagnosis.fusion)
+    ("intermediates", r"intermediates?|temporar(?:y|ies)"),
     # the model's other components and keet's other findings by what they are about
     ("latency", r"latenc(?:y|ies)"),
     ("barrier", r"barriers?|syncthreads"),
@@ -294,6 +296,8 @@ CONTEXT_KINDS = {"warm": "caches", "cold": "caches", "boost_clock": "clock", "pr
 # Where a sentence's clauses end: a number's words are those of its own clause.
 _CLAUSE = re.compile(r",(?!\d{3}\b)|[;:()\[\]]|\s[-–—]\s|\b(?:and|but|while|whereas|which|so|than)\b", re.IGNORECASE)
 _FINDING = re.compile(r"\bfinding ([a-z0-9_]+)")
+# A fusion's figures (fusion_facts; a tool result's entry with its "fusion" index, walk_result)
+_FUSION = re.compile(r"\bfusion \d+\b")
 _KERNEL_REF = re.compile(r"\bkernel\s+(?:#|id\s+)?(?P<id>\d+)\b|\[(?P<bracket>\d+)\]", re.IGNORECASE)
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|" + re.escape(OPEN) + r".*?" + re.escape(CLOSE))
 # A finding as an answer names it in words (its id is found as written)
@@ -309,6 +313,8 @@ CATEGORY_WORDS = {
     "occupancy_block_limit": r"block[- ]limited occupancy|block[- ]slot limit", "small_grid": r"small grid",
     "tail_effect": r"tail effect", "memory_latency": r"memory latency|latency[- ]bound", "barrier_sync": r"barrier (?:stalls?|sync\w*)",
     "launch_overhead": r"launch overhead",
+    # keet.diagnosis.fusion: a chain of launches one kernel could do (a category of its own in the JSON)
+    "fusion": r"fusions?|fus(?:e|ed|es|ing)|fusible",
 }
 # Dimensions whose hardware figure is a peak: the kernel's own figure is what it achieved.
 PEAK_DIMENSIONS = {"rate", "flop_rate", "freq"}
@@ -427,8 +433,7 @@ class FactBook:
         subject = fact_subject(describe_fact(origin, metric, about), dimension, metric)
         if _ESTIMATES.search(origin):
             subject = subject.with_(roles={"estimate"})
-        finding = _FINDING.search(origin)
-        self.facts.append(Fact(float(value) * factor, dimension, origin, tags, metric, kernel, subject, finding and finding.group(1)))
+        self.facts.append(Fact(float(value) * factor, dimension, origin, tags, metric, kernel, subject, _category_of(origin)))
 
     def add_fraction(self, value: Any, origin: str, gpus: tuple[str | None, ...] = (), kernel: int | None = None, about: str = "") -> None:
         """A share (0..1) is said as a percent."""
@@ -470,10 +475,10 @@ class FactBook:
                                                                                                    words.scope), claim.dimension or "count")
             if _THRESHOLD_BEFORE.search(text, max(0, claim.start - 24), claim.start) or _THRESHOLD_AFTER.match(text, claim.start + len(claim.text)):
                 subject = subject.with_(roles={"threshold"})  # "(below 60.0%)", "bound at 60.0% and above"
-            finding = _FINDING.search(origin)
+            category = _category_of(origin)
             for factor in claim.factors:
                 self.facts.append(Fact(claim.magnitude * factor, claim.dimension or "count", f"{origin}: {claim.text!r}", tags,
-                                       None, kernel, subject, finding and finding.group(1)))
+                                       None, kernel, subject, category))
 
     def add_kernel(self, kernel: Kernel) -> None:
         """A kernel's names as an answer may write them: whole, without its arguments or
@@ -490,6 +495,16 @@ class FactBook:
             if form.strip() and len(form) <= 200:
                 self.kernel_names.setdefault(form.strip().lower(), set()).add(kernel.id)
         self._names = None
+
+    def add_range(self, name: str, launches: list[int]) -> None:
+        """An NVTX range's name as an answer may write it: it names the range's launches (as a
+        kernel's name names the kernel), and its words and digits say nothing of a number's
+        quantity ("eager_gelu_add_mul/fp32/67108864" is not about FP32)."""
+        name = unfence(name) if isinstance(name, str) else ""
+        # (not a word of what numbers are about: a range named "time" leaves the word alone)
+        if len(name.strip()) >= 4 and len(name) <= 200 and not _TOPIC.fullmatch(name.strip().replace("_", " ")):
+            self.kernel_names.setdefault(name.strip().lower(), set()).update(launches)
+            self._names = None
 
     def kernels_named(self, text: str) -> frozenset[int]:
         """The ids of the kernels ``text`` names ("kernel 3", "[3]", or a kernel's name)."""
@@ -606,6 +621,7 @@ def finding_facts(book: FactBook, document: dict[str, Any], own_gpu: str | None)
                 book.add(line["value"], "", f"{origin} {line['counter']} at {where_line}", about="samples")
                 book.add_source(line["file"], None, [line["line"]])
     speed_of_light_facts(book, document, own_gpu)
+    fusion_facts(book, document, own_gpu)
 
 
 def speed_of_light_facts(book: FactBook, document: dict[str, Any], own_gpu: str | None) -> None:
@@ -663,6 +679,50 @@ def prediction_facts(book: FactBook, profile: Profile, kernels: list[Kernel], ow
             book.add_ratio(a.predicted_ns, b.predicted_ns, f"kernel {kernel.id} model {a.gpu} vs {b.gpu}", (a.gpu, b.gpu))
 
 
+def fusion_facts(book: FactBook, document: dict[str, Any], own_gpu: str | None) -> None:
+    """The run's fusions (keet.diagnosis.fusion; keet explain's ``fusions``): each chain's
+    recoverable time (keet's estimate, as a finding's), its share of the chain's time and of
+    the run, the measured time of its launches, the model's time for them as they are and
+    fused, the intermediate bytes and the launch count, and the numbers of how it is won (in
+    keet's words, without the range's name: a profile string's numbers are never facts). The
+    NVTX ranges' names become names of their launches (FactBook.add_range)."""
+    from keet.diagnosis.fusion import Fusion
+
+    for entry in document.get("nvtx") or []:
+        book.add_range(entry["range"], entry["launches"])
+    fusions = document.get("fusions") or []
+    if fusions:
+        book.categories.add("fusion")
+    total = document.get("total_ns")
+    for index, entry in enumerate(fusions):
+        fusion = Fusion.from_dict(entry)
+        origin = f"fusion {index}"
+        if fusion.range:
+            book.add_range(fusion.range, fusion.launches)
+        # a chain's figures are its first launch's (where_to_win's representative): a sentence
+        # names the chain by its range (all its launches) or by that launch, not another chain
+        first = fusion.launches[0] if fusion.launches else None
+        gpus = (own_gpu,)
+        book.add(fusion.recoverable_ns, "ns", f"{origin} recoverable time", gpus, kernel=first)
+        book.add_fraction(fusion.share, f"{origin} recoverable share of its time", gpus, kernel=first)
+        if total:
+            book.add_fraction(fusion.recoverable_ns / total, f"{origin} recoverable share of the run", gpus, first, about="of gpu time")
+        book.add(fusion.measured_ns, "ns", f"{origin} measured time of its launches", gpus, kernel=first)
+        book.add(fusion.predicted_ns, "ns", f"{origin} model's predicted time of its launches", gpus, kernel=first)
+        book.add(fusion.fused_ns, "ns", f"{origin} model's predicted time fused into one kernel", gpus, kernel=first)
+        book.add(fusion.intermediate_bytes, "byte", f"{origin} intermediates that stay on chip", kernel=first)
+        book.add(len(fusion.launches), "", f"{origin} launches", kernel=first)
+        book.add_text(fusion.describe(named=False), f"{origin} how", gpus, first)
+
+
+def _category_of(origin: str) -> str | None:
+    """The finding a fact is a figure of: its origin's "finding <category>", or a fusion's."""
+    finding = _FINDING.search(origin)
+    if finding:
+        return finding.group(1)
+    return "fusion" if _FUSION.search(origin) else None
+
+
 # perfmodel's launch contexts (perfmodel.terms.base.CONTEXTS) in the words of _CONTEXTS
 ISOLATED = "isolated"
 CONTEXT_WORDS = {ISOLATED: "ctxcold", "isolated-clean": "ctxcold", "event": "ctxcold", "back-to-back": "ctxwarm"}
@@ -674,6 +734,8 @@ COMPONENT_WORDS = {"issue": "instruction issue", "kernel_fixed": "launch overhea
 _KEY_UNITS = (("_bytes_per_s", "byte/second"), ("_ns", "ns"), ("_hz", "hz"), ("_pct", "%"), ("_bytes", "byte"))
 _FRACTION_KEYS = {"share", "impact", "confidence"}
 _RATIO_KEYS = {"speedup", "speedup_if_halved"}
+# Keys whose numbers say which kernel, launches, fusion or group a result is about
+_INDEX_KEYS = {"kernel", "id", "launches", "representative", "fusion", "group"}
 
 
 def walk_result(book: FactBook, result: Any, origin: str, gpus: tuple[str | None, ...] = (), key: str = "",
@@ -698,8 +760,21 @@ def walk_result(book: FactBook, result: Any, origin: str, gpus: tuple[str | None
             if "compared_with" in result:
                 book.add(result["compared_with"], unit, f"{origin} threshold of {result.get('metric', key)}", gpus, kernel=kernel, about=about)
         tags = (*gpus, result.get("gpu")) if isinstance(result.get("gpu"), str) else gpus
+        # a fusion or a group of launches (the where_to_win tool) says which: its figures are
+        # that fusion's (a finding of its own, keet's estimate) or that group's
+        for which in ("fusion", "group"):
+            if isinstance(result.get(which), int) and not isinstance(result.get(which), bool):
+                origin = f"{origin} {which} {result[which]}"
+                category = result.get("category")
+                if which == "group" and isinstance(category, str) and re.fullmatch(r"[a-z0-9_]+", category):
+                    origin = f"{origin} finding {category}"  # a group's figures are its top finding's
         # a result about one kernel says so ("kernel": id): its numbers are that kernel's
         kernel = result["kernel"] if isinstance(result.get("kernel"), int) and not isinstance(result.get("kernel"), bool) else kernel
+        launches = result.get("launches")
+        if "fusion" in result and isinstance(launches, list) and launches and all(isinstance(k, int) for k in launches):
+            kernel = launches[0]  # a chain's figures are its first launch's (as fusion_facts)
+            if isinstance(result.get("range"), str):
+                book.add_range(result["range"], launches)  # its range names its launches (fenced: unfenced there)
         if isinstance(result.get("id"), int) and key in ("kernels", "kernel"):
             kernel = result["id"]
         for name, value in result.items():
@@ -714,8 +789,8 @@ def walk_result(book: FactBook, result: Any, origin: str, gpus: tuple[str | None
         if OPEN not in result and key != "component":
             book.add_text(result, f"{origin} {key}", gpus, kernel, about)
     elif isinstance(result, (int, float)):
-        if key in ("kernel", "id"):
-            return  # which kernel a result is about, not a figure of it
+        if key in _INDEX_KEYS:
+            return  # which kernel (launches, fusion, group) a result is about, not a figure of it
         if key in _FRACTION_KEYS:
             book.add_fraction(result, f"{origin} {key}", gpus, kernel, about)
         elif key in _RATIO_KEYS:
@@ -1026,7 +1101,8 @@ def metric_words(metric: str) -> str:
 _TIME_FRACTION_METRICS = re.compile(r"pipe\.|issue\.active|issue\.eligible")
 # Figures that are keet's estimates (a finding's share of runtime at stake, its confidence, the
 # time it could recover): neither measured nor the model's prediction; a sentence may say either
-_ESTIMATES = re.compile(r"\bfinding \w+ (?:impact|confidence|time at stake|recoverable)")
+_ESTIMATES = re.compile(r"\bfinding \w+ (?:impact|confidence|time at stake|recoverable)"
+                        r"|\b(?:fusion|group) \d+ (?:recoverable|share_of_run|share of the run|launches|count)")
 # A number keet's own text compares with ("below 60.0%", "bound at 60.0% and above"): a threshold
 _THRESHOLD_BEFORE = re.compile(r"(?:below|above|bound at|saturated at|at least|at most|exceeds?)\s*$", re.IGNORECASE)
 _THRESHOLD_AFTER = re.compile(r"(?:\s+[\w'%]{1,20}){0,3}?\s+(?:and above|and below|or more|or less|and up)\b", re.IGNORECASE)

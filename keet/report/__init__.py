@@ -5,7 +5,7 @@
     html = render(report)
 """
 
-from keet.report.assemble import SECTIONS, Report, build, write_report
+from keet.report.assemble import PROFILE_SECTIONS, SECTIONS, Report, build, write_report
 from keet.report.page import render
 
-__all__ = ["SECTIONS", "Report", "build", "render", "write_report"]
+__all__ = ["PROFILE_SECTIONS", "SECTIONS", "Report", "build", "render", "write_report"]

@@ -45,6 +45,10 @@ SECTIONS = {
     "hotspots": "Source hotspots",
     "prediction": "Model prediction",
 }
+# Sections of a profile, above its kernels (ids p<profile>-<section>), with the heading each gets.
+PROFILE_SECTIONS = {
+    "fusion": "Fusion: launches one kernel could do",
+}
 
 
 @dataclass
@@ -79,6 +83,7 @@ class ProfileReport:
     profile: Profile
     document: dict[str, Any]  # keet explain's document (device, source, format)
     kernels: list[KernelReport]
+    fusions: list[sections.FusedChain] = field(default_factory=list)  # chains of launches one kernel could do
 
     @property
     def vendor(self) -> str:
@@ -266,7 +271,8 @@ def build(profiles: list[Profile | Callable[[], Profile]], title: str | None = N
         position = {id(kernel): number for number, kernel in enumerate(profile.kernels)}
         kernels = [KernelReport(**vars(parts[index, position[id(kernel)]]), anchor=f"p{index}-k{kernel.id}", kernel=kernel,
                                 entry=entries[kernel.id]) for kernel in kernels_by_duration(profile)]
-        profile_reports.append(ProfileReport(index, _profile_label(profile, index, names[index]), profile, document, kernels))
+        profile_reports.append(ProfileReport(index, _profile_label(profile, index, names[index]), profile, document, kernels,
+                                             sections.fused_chains(profile, document)))
     comparison = compare(profile_reports) if len(profile_reports) > 1 else None
     comparison_figures = _comparison_figures(comparison) if comparison is not None else {}
     # two profiles of one name (the same program on two GPUs) are told apart by their folders

@@ -18,7 +18,8 @@ from markupsafe import Markup
 from keet import __version__
 from keet.explain import evidence_text, metric_value, not_assessed_lines
 from keet.format import dims, si, source_path
-from keet.report.assemble import SECTIONS, Report
+from keet.report.assemble import PROFILE_SECTIONS, SECTIONS, Report
+from keet.report.sections import FUSION_MIN_SHARE
 
 
 def _percent(fraction: float | None, digits: int = 0) -> str:
@@ -37,7 +38,8 @@ def _environment() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(si=si, percent=_percent, number=_number, dims=dims, evidence=evidence_text, metric_value=metric_value,
                        basename=source_path, rate_unit=_rate_unit)
-    env.globals.update(SECTIONS=SECTIONS, not_assessed_lines=not_assessed_lines)
+    env.globals.update(SECTIONS=SECTIONS, PROFILE_SECTIONS=PROFILE_SECTIONS, FUSION_MIN_SHARE=FUSION_MIN_SHARE,
+                       not_assessed_lines=not_assessed_lines)
     return env
 
 

@@ -1,4 +1,5 @@
-"""What each section of a kernel's report shows, as plain data computed from a Profile.
+"""What each section of a kernel's report shows, as plain data computed from a Profile (and the
+profile's own sections above its kernels: the fusions of its launches).
 
 Figures (keet/report/figures.py) and the HTML template only draw what these functions return,
 so the numbers a reader sees are testable without a browser. A section whose data the profile
@@ -21,6 +22,7 @@ from keet.analysis.predictions import (  # noqa: F401 - re-exported
     predictions,
 )
 from keet.canonical import vocabulary
+from keet.diagnosis.fusion import ASSUMPTION, MIN_SHARE, Fusion
 from keet.profile import Kernel, Profile
 from perfmodel.hardware import SECTOR_BYTES, SHARED_WAVEFRONT_BYTES
 
@@ -32,6 +34,8 @@ PC_SAMPLES = "smsp__pcsamp_sample_count"
 # left off its roofline: its point would sit decades below and say nothing.
 ROOFLINE_MIN_FLOP_SHARE = 0.01
 STALL_SAMPLE_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+# The least share of its time a chain's fusion wins to be shown (keet.diagnosis.fusion)
+FUSION_MIN_SHARE = MIN_SHARE
 
 
 @dataclass
@@ -340,3 +344,34 @@ def _excerpts(source, lines: pd.DataFrame, counter: str, total: float, hot: list
         excerpts.append(Excerpt(file, [(n, source_lines[n - 1], shares.get((file, n), 0.0))
                                        for n in range(first, min(last, len(source_lines)) + 1)]))
     return excerpts
+
+
+# ------------------------------------------------------------------ above one kernel
+
+
+@dataclass
+class FusedChain:
+    """A chain of launches one kernel could do (keet.diagnosis.fusion), as the profile's fusion
+    section shows it: the estimate, its launches' ids and names, and its share of the run."""
+
+    fusion: Fusion
+    kernels: list[tuple[int, str]]  # (kernel id, its function name or name), launch order
+    share_of_run: float | None  # the recoverable time over the profile's GPU time
+    assumption: str = ASSUMPTION
+
+    @property
+    def count(self) -> int:
+        return len(self.fusion.launches)
+
+
+def fused_chains(profile: Profile, document: dict) -> list[FusedChain]:
+    """The profile's fusions (keet explain's ``fusions``: by recoverable time), with the names of
+    their launches. Every string here is the profile's: the page escapes it."""
+    names = {kernel.id: kernel.function_name or kernel.name for kernel in profile.kernels}
+    total = document.get("total_ns")
+    chains = []
+    for entry in document.get("fusions") or []:
+        fusion = Fusion.from_dict(entry)
+        chains.append(FusedChain(fusion, [(kid, names.get(kid, "?")) for kid in fusion.launches],
+                                 fusion.recoverable_ns / total if total else None))
+    return chains
