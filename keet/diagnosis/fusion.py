@@ -47,6 +47,8 @@ from perfmodel.hardware import SECTOR_BYTES
 
 # Libraries whose consecutive launches form a chain without an NVTX range (keet/data/libraries.toml ids).
 FUSIBLE_LIBRARIES = frozenset({"aten"})
+# ... and those whose launches keet.diagnosis.attention looks through (its spans cross matrix products).
+OPERATOR_LIBRARIES = frozenset({"aten", "cublas", "cutlass", "cudnn"})
 # Limiters (the speed of light's model term) of launches that fusion speeds up: traffic to
 # memory, and launches too short for their work. A launch bound by a pipe, the tensor cores or
 # issue (a GEMM, a convolution) ends a chain: keeping its operands on chip does not shorten it,
@@ -56,6 +58,10 @@ FUSIBLE_LIMITERS = frozenset({"dram", "l2", "sm_port", "latency", "launch", "blo
 # (keet.diagnosis.MIN_IMPACT for one finding).
 MIN_SHARE = 0.02
 CATEGORY = "fusion"
+# The caller's lever for a chain (keet.diagnosis.attention has its own, for attention).
+FUSION_LEVER = ("Fuse the chain into one kernel: torch.compile for PyTorch operators (one Triton kernel reads the inputs "
+                "once and writes the result once), or a kernel of your own that keeps the intermediates in registers or "
+                "shared memory.")
 # What every fusion estimate takes for granted, in the words every presenter shows it with.
 ASSUMPTION = ("nothing else reads the intermediates: they are temporaries of the chain (an in-place update, or a tensor "
               "kept for the backward pass, must still be written)")
@@ -74,6 +80,7 @@ class Fusion:
     fused_ns: float  # the model's time of the fused work
     intermediate_bytes: float
     recoverable_ns: float
+    lever: str = CATEGORY  # "fusion", or "attention" (keet.diagnosis.attention: a fused attention kernel)
 
     @property
     def share(self) -> float:
@@ -83,6 +90,15 @@ class Fusion:
     def how(self) -> str:
         return self.describe()
 
+    @property
+    def suggestion(self) -> str:
+        """The caller's lever, in keet's words."""
+        if self.lever == "attention":
+            from keet.diagnosis.attention import lever_text
+
+            return lever_text()
+        return FUSION_LEVER
+
     def describe(self, named: bool = True) -> str:
         """How the time is won, in keet's words. ``named``: with the range's name, a string from
         the profile (False: "the range", for a reader that must keep profile strings apart)."""
@@ -91,6 +107,11 @@ class Fusion:
             where = f"the {count} launches of range {self.range}" if named else f"the {count} launches of the range"
         else:
             where = f"{count} consecutive launches"
+        if self.lever == "attention":
+            return (f"{where} (attention: matrix products around a softmax) as one fused attention kernel (flash attention): "
+                    f"{si(self.intermediate_bytes, 'B')} of score traffic never reaches memory and the products run on the "
+                    f"tensor cores; the model's speed of light for that kernel is {si(self.fused_ns, 'ns')}, against "
+                    f"{si(self.measured_ns, 'ns')} measured (the model's {si(self.predicted_ns, 'ns')} for the launches as they are)")
         return (f"{where} fused into one kernel: {si(self.intermediate_bytes, 'B')} of intermediates written and read back stay "
                 f"on chip, and {count - 1} launch(es) fewer (if nothing else reads the intermediates); the model's "
                 f"{si(self.predicted_ns, 'ns')} for the launches becomes {si(self.fused_ns, 'ns')} as one kernel, against "
@@ -100,19 +121,27 @@ class Fusion:
         return {"category": CATEGORY, "launches": self.launches, "range": self.range, "measured_ns": self.measured_ns,
                 "predicted_ns": self.predicted_ns, "fused_ns": self.fused_ns, "intermediate_bytes": self.intermediate_bytes,
                 "recoverable_ns": self.recoverable_ns, "recoverable_fraction": self.share, "recoverable_how": self.how,
-                "recoverable_basis": "model", "assumption": ASSUMPTION}
+                "recoverable_basis": "model", "assumption": ASSUMPTION, "lever": self.lever, "suggestion": self.suggestion}
 
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> Fusion:
         """The estimate back from its ``as_dict`` (keet explain's ``fusions``), for presenters
         that get the document."""
         return cls(list(entry["launches"]), entry.get("range"), entry["measured_ns"], entry["predicted_ns"], entry["fused_ns"],
-                   entry["intermediate_bytes"], entry["recoverable_ns"])
+                   entry["intermediate_bytes"], entry["recoverable_ns"], entry.get("lever", CATEGORY))
 
 
 def chains(diagnoses: list[Diagnosis]) -> list[tuple[str | None, list[Diagnosis]]]:
     """Runs of consecutive launches (profile order, one device) that belong together: one NVTX
-    range each, or, outside any range, consecutive launches of a fusible library."""
+    range each, or, outside any range, consecutive launches of a fusible library; each launch
+    bound by memory traffic or its launch cost (FUSIBLE_LIMITERS)."""
+    return chains_of_launches(diagnoses)
+
+
+def chains_of_launches(diagnoses: list[Diagnosis], any_limiter: bool = False) -> list[tuple[str | None, list[Diagnosis]]]:
+    """:func:`chains`; with `any_limiter`, whatever bounds each launch, and outside ranges the
+    consecutive launches of OPERATOR_LIBRARIES together (keet.diagnosis.attention)."""
+    libraries = OPERATOR_LIBRARIES if any_limiter else FUSIBLE_LIBRARIES
     ordered = sorted(diagnoses, key=lambda d: d.kernel.id)
     out: list[tuple[str | None, list[Diagnosis]]] = []
     current: list[Diagnosis] = []
@@ -122,12 +151,12 @@ def chains(diagnoses: list[Diagnosis]) -> list[tuple[str | None, list[Diagnosis]
         nvtx = kernel.attributes.get("nvtx")
         library = d.library.library.id if d.library else None
         limiter = d.speed_of_light.component if d.speed_of_light else None
-        if limiter not in FUSIBLE_LIMITERS:
+        if limiter not in FUSIBLE_LIMITERS and not any_limiter:
             this = None
         elif nvtx:
             this = ("range", nvtx, kernel.device_id)
-        elif library in FUSIBLE_LIBRARIES:
-            this = ("library", library, kernel.device_id)
+        elif library in libraries:
+            this = ("library", library if not any_limiter else "operators", kernel.device_id)
         else:
             this = None
         if this is not None and this == key and kernel.id == current[-1].kernel.id + 1:
@@ -144,7 +173,8 @@ def _close_chain(out: list[tuple[str | None, list[Diagnosis]]], key: tuple | Non
         out.append((key[1] if key[0] == "range" else None, members))
 
 
-def _written_bytes(view: ModelView) -> float:
+def written_bytes(view: ModelView) -> float:
+    """What a launch wrote (to the L2, or where the profile lacks that, to DRAM)."""
     counts = view.work.counts
     if "l2_sectors_write" in counts:
         return counts["l2_sectors_write"] * SECTOR_BYTES
@@ -177,7 +207,7 @@ def fuse(profile: Profile, chain: list[Kernel], range_name: str | None = None,
     views = [v if v is not None else model_view(profile, kernel) for kernel, v in zip(chain, views or [None] * len(chain))]
     if not all(isinstance(v, ModelView) for v in views):
         return None
-    written = [_written_bytes(v) for v in views]
+    written = [written_bytes(v) for v in views]
     read = [v.work.counts.get("dram_bytes_read", 0.0) for v in views]
     between = [min(written[i], read[i + 1]) for i in range(len(views) - 1)]
     parts, overheads = [], []
@@ -199,9 +229,16 @@ def fuse(profile: Profile, chain: list[Kernel], range_name: str | None = None,
 
 
 def fusions(profile: Profile, diagnoses: list[Diagnosis]) -> list[Fusion]:
-    """Every chain's fusion estimate worth reporting, by recoverable time."""
-    found = []
+    """Every chain's fusion estimate worth reporting, and every attention span's
+    (keet.diagnosis.attention), by recoverable time; a chain inside an attention span is part of
+    that span's estimate and is not listed on its own."""
+    from keet.diagnosis.attention import attentions  # it builds on this module's chains
+
+    found = [a for a in attentions(diagnoses) if a.share >= MIN_SHARE]
+    spanned = {kid for a in found for kid in range(a.launches[0], a.launches[-1] + 1)}
     for range_name, members in chains(diagnoses):
+        if any(d.kernel.id in spanned for d in members):
+            continue
         estimate = fuse(profile, [d.kernel for d in members], range_name, [d.view for d in members])
         if estimate is not None and estimate.share >= MIN_SHARE:
             found.append(estimate)
