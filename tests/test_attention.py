@@ -9,6 +9,7 @@ import json
 from functools import cache
 from pathlib import Path
 
+import pytest
 import shared_profiles
 
 from keet import load_profile
@@ -72,3 +73,21 @@ def test_no_attention_without_a_softmax_between_two_products():
     """The pairs report's matrix products (mm, conv) and softmaxes are in ranges of their own."""
     pairs = shared_profiles.read_ahead_once(CORPUS / "h100" / "h100_partpairs.ncu-rep.xz")
     assert attentions(diagnose(pairs)) == []
+
+
+def test_the_agents_where_to_win_tool_gives_the_attention_lever():
+    from keet.llm.tools import ProfileTools
+
+    result = ProfileTools(math_path()).where_to_win()
+    (entry,) = [f for f in result["fusions"] if f["lever"] == LEVER]
+    assert entry["launches"] == estimate().launches and "flash" in entry["suggestion"]
+    assert CASE not in entry["recoverable_by"]  # keet's words only: the range's name stays fenced in "range"
+
+
+@pytest.mark.slow  # a report of the call's 20 launches (figures for each)
+def test_the_report_names_the_attention_row_and_its_lever():
+    from keet.report import build, render
+
+    page = render(build([math_path()]))
+    section = page[page.index('data-section="fusion"'):]
+    assert "one fused attention kernel" in section and "scaled_dot_product_attention" in section

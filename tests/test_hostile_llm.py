@@ -298,7 +298,9 @@ def test_verification_stops_at_the_deadline(sgemm) -> None:
 
 
 # Texts that took the verifier's regular expressions minutes (exponential in the first: 30
-# parts took minutes) or seconds (quadratic); each must now take well under a second.
+# parts took minutes) or seconds (quadratic); each must now take well under a second of this
+# process's CPU (0.2 s for the slowest on 2 cores; CPU time, not wall time: a machine busy with
+# other work slowed the wall clock past the bound, the work itself is the same).
 HOSTILE_TEXTS = {
     "metric-like name before a call": "a" + "__a" * 5000 + "(",
     "dotted name before a call": "a." * 10000 + "(",
@@ -312,9 +314,9 @@ HOSTILE_TEXTS = {
 
 @pytest.mark.parametrize("text", HOSTILE_TEXTS.values(), ids=HOSTILE_TEXTS.keys())
 def test_the_verifier_reads_hostile_text_in_linear_time(text: str) -> None:
-    started = time.monotonic()
+    started = time.process_time()
     verify.extract_claims(text, verify.FactBook())
-    assert time.monotonic() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 # ---------------------------------------------------------------- tool patterns cannot backtrack
@@ -346,9 +348,9 @@ def test_a_catastrophic_regex_from_the_model_comes_back_as_an_error_at_once() ->
 def test_accepted_patterns_match_in_linear_time_and_as_documented() -> None:
     profile = with_long_raw_metric(load_profile(SGEMM), "a" * 100_000 + "!")
     tools = ProfileTools(profile)
-    started = time.monotonic()
+    started = time.process_time()  # this process's CPU: the work, whatever else the machine runs
     result = tools.metrics(pattern="*a*a*a*a*a*a*a*a*a*b", origin="all")
-    assert time.monotonic() - started < 1.0 and result["metrics"] == []
+    assert time.process_time() - started < 1.0 and result["metrics"] == []
     assert [r["metric"] for r in tools.metrics(pattern="^sol.dram_pct$")["metrics"]] == ["sol.dram_pct"]
     found = {r["metric"] for r in tools.metrics(pattern="dram.*pct|^sm_clock")["metrics"]}
     assert "sol.dram_pct" in found and "sm_clock" in found and all("dram" in m or m == "sm_clock" for m in found)

@@ -530,7 +530,8 @@ def shown_fusion(index: int, entry: dict[str, Any], total_ns: float | None) -> d
     range (fenced; None for consecutive library launches), the chain's measured time, the
     model's time for its launches as they are and fused, the intermediate bytes that would stay
     on chip, the recoverable time (ns, percent of the chain's time and of the run's), how it is
-    won in keet's words without the range's name, and its assumption."""
+    won in keet's words without the range's name, its assumption, and the caller's lever (a
+    fusion, or a fused attention kernel: keet.diagnosis.attention) with keet's suggestion."""
     fusion = Fusion.from_dict(entry)
     return {
         "fusion": index, "range": fence(fusion.range), "launches": fusion.launches, "count": len(fusion.launches),
@@ -538,6 +539,7 @@ def shown_fusion(index: int, entry: dict[str, Any], total_ns: float | None) -> d
         "intermediate_bytes": fusion.intermediate_bytes, "recoverable_ns": fusion.recoverable_ns, "recoverable_pct": _pct(fusion.share),
         "recoverable_share_of_run_pct": _pct(fusion.recoverable_ns / total_ns) if total_ns else None,
         "recoverable_by": fusion.describe(named=False), "assumption": ASSUMPTION,
+        "lever": fusion.lever, "suggestion": fusion.suggestion,
     }
 
 
