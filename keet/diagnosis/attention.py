@@ -30,14 +30,12 @@ and the 9 launches of the math path's span 371 us).
 
 from __future__ import annotations
 
-import tomllib
 from collections import defaultdict
 from dataclasses import replace
-from functools import cache
-from importlib import resources
 
 from keet.diagnosis import Diagnosis
 from keet.diagnosis.fusion import Fusion, chains_of_launches, written_bytes
+from keet.diagnosis.libraries import softmax_patterns
 from keet.diagnosis.recoverable import LEVERS
 from keet.diagnosis.speed_of_light import ModelView, bounds
 from perfmodel.features import KernelFeatures
@@ -51,19 +49,6 @@ MATMUL_KINDS = frozenset({"fp32_matmul", "tf32_matmul", "half_matmul", "fp8_matm
 ARITHMETIC = frozenset({"tensor", "fma", "fp32"})
 SOFTMAX_UNITS = frozenset({"sfu", "xu"})
 MEMORY = frozenset({"dram", "l2"})
-
-
-@cache
-def _data() -> dict:
-    return tomllib.loads(resources.files("keet.data").joinpath("libraries.toml").read_text())["attention"]
-
-
-def softmax_patterns() -> tuple[str, ...]:
-    return tuple(_data()["softmax_patterns"])
-
-
-def lever_text() -> str:
-    return _data()["lever"]
 
 
 def _is_matmul(d: Diagnosis) -> bool:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from keet.diagnosis import Diagnosis
+from keet.diagnosis.libraries import attention_lever
 from keet.diagnosis.speed_of_light import ModelView, model_view
 from keet.format import si
 from keet.profile import Kernel, Profile
@@ -93,11 +94,7 @@ class Fusion:
     @property
     def suggestion(self) -> str:
         """The caller's lever, in keet's words."""
-        if self.lever == "attention":
-            from keet.diagnosis.attention import lever_text
-
-            return lever_text()
-        return FUSION_LEVER
+        return attention_lever() if self.lever == "attention" else FUSION_LEVER
 
     def describe(self, named: bool = True) -> str:
         """How the time is won, in keet's words. ``named``: with the range's name, a string from

@@ -63,12 +63,27 @@ class LibraryKernel:
 
 
 @cache
+def _file() -> dict[str, Any]:
+    return tomllib.loads(resources.files("keet.data").joinpath("libraries.toml").read_text())
+
+
+@cache
 def _data() -> tuple[tuple[Library, ...], tuple[Kind, ...]]:
-    data = tomllib.loads(resources.files("keet.data").joinpath("libraries.toml").read_text())
+    data = _file()
     libraries = tuple(Library(e["id"], e["name"], tuple(e["patterns"]), tuple(e.get("levers", ()))) for e in data["library"])
     kinds = tuple(Kind(e["id"], e["what"], tuple(e["patterns"]), tuple(e.get("libraries", ())), tuple(e.get("levers", ())),
                        e.get("model_lever")) for e in data.get("kind", ()))
     return libraries, kinds
+
+
+def softmax_patterns() -> tuple[str, ...]:
+    """Names of a softmax launch (``[attention]``: keet.diagnosis.attention)."""
+    return tuple(_file()["attention"]["softmax_patterns"])
+
+
+def attention_lever() -> str:
+    """The caller's lever for attention launched operator by operator (``[attention]``)."""
+    return _file()["attention"]["lever"]
 
 
 def libraries() -> tuple[Library, ...]:
