@@ -138,16 +138,21 @@ def test_findings_and_kernels_rank_by_recoverable_time():
     ("fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::half_t>::Params)",
      "pytorch-mem-eff", None),
     ("void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortOnesweepKernel<int>", "cub", "sort_scan"),
+    ("void at::native::<unnamed>::vectorized_layer_norm_kernel<c10::BFloat16, float, (bool)1>(int, T2, const T1 *)",
+     "aten", "row_normalization"),
+    ("void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, at::native::func_wrapper_t<float>>>(T3)",
+     "aten", "normalization"),
 ])
 def test_library_kernels_by_name(name, library, kind):
     found = classify(name)
     assert found is not None and found.library.id == library and (found.kind.id if found.kind else None) == kind
 
 
-def test_the_tf32_lever_moves_the_ffma_and_the_shared_loads_that_fed_it_to_the_tensor_cores():
-    """An FFMA implicit-GEMM convolution of cuDNN (corpus dev split): on the tensor cores its
-    FFMAs and the LDS that fed them are gone (wgmma reads shared memory itself), its staging
-    stores and global traffic stay."""
+def test_the_tf32_lever_is_a_tensor_core_kernel_for_the_same_flops_and_traffic():
+    """An FFMA implicit-GEMM convolution of cuDNN (corpus dev split): at TF32 the library runs
+    another kernel, so the FFMA kernel's instruction stream (FFMAs, the LDS that fed them, the
+    address arithmetic, the barriers) is gone; its FLOPs on the tensor cores and its global
+    traffic stay."""
     from keet.diagnosis.recoverable import LEVERS
     from keet.diagnosis.speed_of_light import model_view
 
@@ -157,12 +162,49 @@ def test_the_tf32_lever_moves_the_ffma_and_the_shared_loads_that_fed_it_to_the_t
     view = model_view(conv, conv.kernel(measured["report_id"]))
     work, _ = LEVERS["tf32"](view)
     before = view.work
-    assert before.warp_instructions_by_pipe["fp32"] > 0 and before.counts["shared_load_wavefronts"] > 0
-    assert work.warp_instructions_by_pipe["fp32"] == 0 and work.counts["shared_load_wavefronts"] == 0
-    assert work.counts["shared_store_wavefronts"] == before.counts["shared_store_wavefronts"]
-    assert work.counts["global_load_sectors"] == before.counts["global_load_sectors"]
-    assert work.warp_instructions_by_pipe["lsu"] < before.warp_instructions_by_pipe["lsu"]
+    assert before.warp_instructions_by_pipe["fp32"] > 0 and before.warp_instructions_by_pipe["alu"] > 0
+    assert before.counts["shared_load_wavefronts"] > 0 and before.barriers
+    assert set(work.warp_instructions_by_pipe) == {"tensor"} and work.counts["instructions"] == work.warp_instructions_by_pipe["tensor"]
+    assert "shared_load_wavefronts" not in work.counts and not work.barriers and "fp32" not in work.flops
+    for traffic in ("global_load_sectors", "l2_sectors_read", "dram_bytes_read", "dram_bytes_write"):
+        assert work.counts[traffic] == before.counts[traffic]
     assert view.predict(work).predicted_ns < 0.6 * view.base.predicted_ns
+
+
+def test_the_read_once_lever_takes_off_the_rows_a_normalisation_reads_again():
+    """ATen's layer norm over 32768 rows of 8192 bf16 (corpus, H100) reads each row for its
+    statistics and again to normalise it: 1.05 GB from DRAM for a 537 MB input, which is also
+    what it writes. Read once, the DRAM reads fall to the written size. ATen's register softmax
+    over the same rows reads each row once: nothing to take off."""
+    from keet.diagnosis.recoverable import LEVERS
+    from keet.diagnosis.speed_of_light import model_view
+
+    pairs = load_profile(PROFILES / "corpus" / "h100" / "h100_partpairs.ncu-rep.xz", launches={5, 7})
+    norm, softmax = pairs.kernel(7), pairs.kernel(5)
+    assert "layer_norm" in norm.name and "SoftMax" in softmax.name
+    view = model_view(pairs, norm)
+    before = view.work.counts
+    assert before["dram_bytes_read"] > 1.9 * before["dram_bytes_write"]
+    work, how = LEVERS["read_once"](view)
+    assert work.counts["l2_sectors_read"] == before["l2_sectors_write"]
+    assert work.counts["dram_bytes_read"] == pytest.approx(before["l2_sectors_write"] * 32)
+    assert 0.15 < 1 - view.predict(work).predicted_ns / view.base.predicted_ns < 0.45 and "re-reads" in how
+    assert LEVERS["read_once"](model_view(pairs, softmax)) is None
+
+
+def test_a_pair_adds_one_change_over_the_launches_it_applies_to_and_not_different_changes():
+    """channels_last removes the three layout conversions of an NCHW convolution (each one's whole
+    time); the convolution's own tensor-core headroom is another change and does not add to it."""
+    from keet.accuracy_corpus import CorpusVerdict, pair_checks
+
+    case = "conv/fp16"
+    found = [CorpusVerdict(f"{case}#{i}", case, "dev", "x", None, recoverable_ns=ns, profiled_ns=profiled, change=change)
+             for i, (change, ns, profiled) in enumerate([("lever:remove", 5.0, 5.0), ("lever:remove", 4.0, 4.0),
+                                                         ("tensor_compute", 6.0, 15.0), ("lever:remove", 3.0, 3.0)])]
+    manifest = {"cases": {case: {"kernels": 4}}, "pairs": [{"before": case, "after": "nhwc", "lever": "channels_last",
+                                                            "speedup": {"h100": 27 / 15}}]}
+    (check,) = pair_checks(manifest, found)
+    assert check.predicted_gain == pytest.approx(12 / 27) and check.agrees
 
 
 def test_hand_written_kernels_are_no_library_and_the_corpus_labels_agree():

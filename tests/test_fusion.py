@@ -16,6 +16,7 @@ from keet.diagnosis import diagnose
 from keet.diagnosis.fusion import ASSUMPTION, FUSIBLE_LIMITERS, chains, fuse, fusions
 from keet.explain import explain, to_text
 from keet.format import si
+from keet.ingest import load_profile
 from keet.llm.fence import fence, unfence
 from keet.llm.tools import ProfileTools, rounded
 from keet.llm.verify import FactBook, check, finding_facts, profile_facts, walk_result
@@ -95,7 +96,20 @@ def test_the_intermediates_of_an_eager_expression_are_its_temporaries():
     # 5 tensor reads and 3 writes (gelu: x -> y; add: y, a -> z; mul: z, b -> out) become 3 reads
     # and 1 write: the model's time of these DRAM-bound launches about halves
     assert 0.4 < 1 - estimate.fused_ns / estimate.predicted_ns < 0.6
-    assert 0 < estimate.recoverable_ns < estimate.measured_ns
+    # the model's relative gain, applied to the measured time
+    assert estimate.recoverable_ns == pytest.approx(estimate.measured_ns * (1 - estimate.fused_ns / estimate.predicted_ns))
+
+
+def test_fusing_a_fused_optimizer_again_wins_little_whatever_the_model_misses_on_it():
+    """torch.optim.Adam(fused=True) on 16 tensors of 65,536 floats (corpus, H100): its two launches
+    take 41 us under Nsight Compute, the model says 30 us; fusing them again saves the model
+    about 1 us. Measured minus the fused time would call the model's 12 us shortfall recoverable
+    (31%)."""
+    report = PAIRS.parent / "h100_part2.ncu-rep.xz"
+    profile = load_profile(report, launches={77, 78})
+    estimate = fuse(profile, profile.kernels)
+    assert estimate is not None and estimate.measured_ns > 1.2 * estimate.predicted_ns
+    assert estimate.share < 0.05
 
 
 def test_fusions_reach_the_json_and_the_text():

@@ -97,8 +97,21 @@ class Diagnosis:
     def recoverable_ns(self) -> float | None:
         """The most measured time one change could win: the top finding's recoverable time
         (findings overlap, so they do not add), or the library lever's where larger."""
-        found = [r.ns for r in (*(r for _, r in self.reported()), self.lever) if r is not None]
-        return max(found) if found else None
+        best = self.best_change()
+        return best[1].ns if best else None
+
+    def best_change(self) -> tuple[str, Recoverable] | None:
+        """The one change that wins the most measured time, named so that the same change on
+        several launches can be added up: the library lever ("lever:tf32", ...) where its time
+        is the largest (a finding may carry it), else the top finding's category."""
+        found = [(f.category, r) for f, r in self.reported() if r is not None]
+        if self.lever is not None and self.library is not None:
+            found.append((f"lever:{self.library.model_lever}", self.lever))
+        if not found:
+            return None
+        best = max(r.ns for _, r in found)
+        name, chosen = next((n, r) for n, r in found if r.ns == best)
+        return (f"lever:{self.library.model_lever}", chosen) if chosen is self.lever and self.library else (name, chosen)
 
     def finding_dicts(self) -> list[dict[str, Any]]:
         """The findings as the JSON contract has them, each with its recoverable time. A library
