@@ -229,6 +229,8 @@ def _report(source: str, hardware, results: list[dict], fmt: str, context: str, 
             click.echo(fill(f"    lower bound: the profile lacks {'; '.join(r['missing_counts'])}"))
         if r.get("not_counted"):
             click.echo(fill(f"    lower bound: not counted: {'; '.join(r['not_counted'])}"))
+        for caveat in r.get("caveats") or ():
+            click.echo(fill(f"    caveat: {caveat}"))
         if explain and "static" in r:
             _explain_static(r["static"])
     if build.get("library_setup_calls"):

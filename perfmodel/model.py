@@ -30,6 +30,10 @@ __all__ = ["CONTEXTS", "Prediction", "check_work", "combine", "predict", "tensor
 # pipeline fills in about 1 us (microbench/cupti); without those parameters a prediction under this
 # scale is a lower bound, above it they hardly matter.
 UNMEASURED_LAUNCH_MATTERS_NS = 10_000.0
+# A term's caveat (Contribution.caveats) is noted where its component takes at least this share of
+# the kernel's core time: a chain of half the throughput time adds 7% or more to it through the
+# p-norm (overlap_exponent 1.9-2.4 on H100/H200), less would hardly change the answer.
+CAVEAT_SHARE = 0.5
 # SM-side components that are shares of the one instruction stream the schedulers issue.
 ISSUE_STREAM = ("issue", "fma", "fp64", "alu", "sfu", "lsu")
 # Terms whose parameter matters only for kernels near that scale.
@@ -49,6 +53,7 @@ class Prediction:
     context: str = ISOLATED
     terms: dict[str, dict] = field(default_factory=dict)  # term -> its bounds, overheads (ns) and inputs
     missing_counts: list[str] = field(default_factory=list)  # work the profile lacks: the time is a lower bound
+    caveats: list[str] = field(default_factory=list)  # of the notes, what the profile leaves open about this answer
 
     @property
     def lower_bound(self) -> bool:
@@ -57,7 +62,7 @@ class Prediction:
     def as_dict(self) -> dict:
         return {"name": self.name, "predicted_ns": self.predicted_ns, "context": self.context, "bound": self.bound,
                 "lower_bound": self.lower_bound, "breakdown": self.breakdown, "inputs": self.inputs, "terms": self.terms,
-                "notes": self.notes}
+                "notes": self.notes, "caveats": self.caveats}
 
 
 def pnorm(times: Iterable[float], exponent: float | None) -> float:
@@ -144,6 +149,9 @@ def predict(gpu: GPU, work: KernelFeatures, context: str = ISOLATED) -> Predicti
     if missing:
         notes.append(f"{gpu.id} has no parameter for: {', '.join(missing)}; those limits are left out, so the "
                      "prediction is a lower bound")
+    caveats = [text for part in contributions.values() for component, text in part.caveats.items()
+               if bounds.get(component, 0.0) >= CAVEAT_SHARE * core]
+    notes.extend(caveats)
     missing_counts = list(getattr(work, "missing_counts", ()) or ())
     if missing_counts:
         notes.append(f"the profile lacks {', '.join(missing_counts)}; the work they count is left out, so the prediction is a "
@@ -160,7 +168,7 @@ def predict(gpu: GPU, work: KernelFeatures, context: str = ISOLATED) -> Predicti
     return Prediction(gpu=gpu.id, name=work.name, predicted_ns=predicted_ns, bound=bound, breakdown=breakdown, inputs=inputs,
                       notes=notes, missing_parameters=missing, context=context,
                       terms={name: _term_dict(part) for name, part in contributions.items() if _term_dict(part)},
-                      missing_counts=missing_counts)
+                      missing_counts=missing_counts, caveats=caveats)
 
 
 def _launch(gpu: GPU, work: KernelFeatures, context: str) -> Launch:

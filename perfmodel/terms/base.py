@@ -69,3 +69,6 @@ class Contribution:
     overheads: dict[str, float] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     inputs: dict[str, float] = field(default_factory=dict)
+    # caveats about one of its components, for the prediction's notes where that component's time
+    # is at least CAVEAT_SHARE of the kernel's (elsewhere it does not change the answer)
+    caveats: dict[str, str] = field(default_factory=dict)

@@ -46,4 +46,9 @@ def evaluate(k: Launch) -> Contribution:
         # waits and is only compared with the rest.
         (out.chains if counts.get("global_load_waits") else out.alone)["latency"] = seconds
         out.inputs["load_waits_per_warp"] = per_warp
+        if not counts.get("global_load_waits"):
+            out.caveats["latency"] = (
+                "the profile has no per-instruction SASS (Nsight Compute's SourceCounters section), so which loads wait "
+                "on each other is unknown: every load request was taken as a wait and only compared with the rest; a "
+                "kernel whose loads wait in chains runs longer than this (collect with ncu --section SourceCounters)")
     return out
