@@ -104,14 +104,11 @@ class Diagnosis:
         """The one change that wins the most measured time, named so that the same change on
         several launches can be added up: the library lever ("lever:tf32", ...) where its time
         is the largest (a finding may carry it), else the top finding's category."""
-        found = [(f.category, r) for f, r in self.reported() if r is not None]
-        if self.lever is not None and self.library is not None:
-            found.append((f"lever:{self.library.model_lever}", self.lever))
-        if not found:
-            return None
-        best = max(r.ns for _, r in found)
-        name, chosen = next((n, r) for n, r in found if r.ns == best)
-        return (f"lever:{self.library.model_lever}", chosen) if chosen is self.lever and self.library else (name, chosen)
+        lever = f"lever:{self.library.model_lever}" if self.library is not None else None
+        found = [(lever if r is self.lever else f.category, r) for f, r in self.reported() if r is not None]
+        if self.lever is not None:
+            found.append((lever, self.lever))
+        return max(found, key=lambda item: item[1].ns, default=None)
 
     def finding_dicts(self) -> list[dict[str, Any]]:
         """The findings as the JSON contract has them, each with its recoverable time. A library
