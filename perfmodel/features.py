@@ -196,13 +196,13 @@ def prefetch(kernels: Iterable[Kernel], also: Collection[str] = ()) -> None:
         kernel.prefetch_source(request.columns, request.sass_for, request.locate or ())
 
 
-def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> float | None:
-    """Warp-level waits for global loads: the dependent chains of synchronous loads
-    (perfmodel.load_chains, where the report has per-instruction counters and SASS: Nsight
-    Compute's SourceCounters section) plus the waits of asynchronous copies at their pipeline
-    barriers (from the opcode table). Without the SASS, a kernel with asynchronous copies counts
-    each synchronous load as a wait; one without them has no answer (None: the latency term then
-    takes every request as a wait)."""
+def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> tuple[float, float] | None:
+    """Warp-level waits for global loads, as (all waits, those of asynchronous copies): the
+    dependent chains of synchronous loads (perfmodel.load_chains, where the report has
+    per-instruction counters and SASS: Nsight Compute's SourceCounters section) plus the waits of
+    asynchronous copies at their pipeline barriers (from the opcode table). Without the SASS, a
+    kernel with asynchronous copies counts each synchronous load as a wait; one without them has
+    no answer (None: the latency term then takes every request as a wait)."""
     asynchronous = any(op.startswith(ASYNC_COPIES) for op in opcodes)
     async_waits = sum(c for op, c in opcodes.items() if op.startswith(ASYNC_WAITS)) if asynchronous else 0.0
     source = kernel.source_columns(LOAD_CHAIN_COLUMNS)
@@ -211,7 +211,7 @@ def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> float | Non
         if not asynchronous:
             return None
         chains = sum(c for op, c in opcodes.items() if op.split(".", 1)[0] == "LDG")  # not LDGSTS, LDGDEPBAR
-    return chains + async_waits
+    return chains + async_waits, async_waits
 
 
 def features(profile: Profile, kernel: Kernel) -> KernelFeatures:
@@ -263,7 +263,9 @@ def _features(profile: Profile, kernel: Kernel) -> KernelFeatures:
         raise NotPredicted(_not_predicted_message(missing), missing=tuple(missing), collect=NCU_COLLECT)
     counts.update(global_atomic_ops(thread_table, with_modifiers))
     if counts.get("global_load_requests") and (waits := _global_load_waits(kernel, with_modifiers)) is not None:
-        counts["global_load_waits"] = waits
+        counts["global_load_waits"], asynchronous = waits
+        if asynchronous:
+            counts["global_load_async_waits"] = asynchronous
     return KernelFeatures(
         name=kernel.name,
         grid_blocks=kernel.blocks,

@@ -7,7 +7,11 @@ output), on top of the parameters the runner derives itself. Used by perfmodel.c
   warps, from the barrier sweep;
 - overlap_exponent: how imperfectly SM-side and memory-side time overlap (docs/model.md,
   "Combining"), the least-squares fit of the `mix` sweep's times (a stream doing N FMAs per
-  loaded float) to the p-norm of that benchmark's own FMA-pipe and DRAM bounds.
+  loaded float) to the p-norm of that benchmark's own FMA-pipe and DRAM bounds;
+- chain_overlap_exponent: how imperfectly warps' dependent-load waits overlap the throughput
+  time, the same fit over the DRAM occupancy x vector-width sweep's read and copy streams (1 to
+  8 blocks per SM, 4- to 16-byte accesses, one load a warp waits for per iteration) to the p-norm
+  of the model's latency-chain and DRAM bounds for them.
 
 Only microbenchmark data enters: no zoo kernel and no profile.
 """
@@ -84,6 +88,47 @@ def overlap_exponent(doc: dict, hardware: GPU, rates: dict[str, dict]) -> dict |
                     f"(t_fma^p + t_dram^p)^(1/p); rms log error {rms:.3f} (plain maximum: {at_max:.3f})"}
 
 
+def chain_overlap_exponent(doc: dict, hardware: GPU, rates: dict[str, dict]) -> dict | None:
+    """Fit p in t = (t_chain^p + t_dram^p)^(1/p) over the occupancy x vector sweep's read and
+    copy streams. Each warp of the grid-stride loop waits for one load of 32 x vector bytes per
+    iteration: t_chain = bytes read / (SMs x warps per SM x 32 x vector bytes) x
+    dram_latency_cycles / the run's SM clock (the latency term's form); t_dram = bytes read /
+    read rate + bytes written / write rate (a copy's bytes are half read, half written)."""
+    points = [r for r in accepted(doc.get("results", []), "dram")
+              if r.get("sweep") == "occupancy_vector" and r.get("kind") in ("read", "copy")]
+    sms = hardware.value("sm_count")
+    latency = _param(doc, hardware, "dram_latency_cycles")
+    clock_default = _param(doc, hardware, "sm_clock_measured_hz") or hardware.value("clock_boost_hz")
+    read = rates.get("dram_read_bytes_per_s", {}).get("value")
+    write = rates.get("dram_write_bytes_per_s", {}).get("value")
+    if len(points) < 4 or not (sms and latency and read and write):
+        return None
+    measured, chain, dram = [], [], []
+    for r in points:
+        clock = r.get("sm_clock_hz") if (r.get("sm_clock_hz") or 0) > 1e8 else clock_default
+        reads = r["bytes"] / 2 if r["kind"] == "copy" else r["bytes"]
+        writes = r["bytes"] - reads
+        per_wait = sms * r["warps_per_sm"] * 32 * r["vector_bits"] / 8
+        measured.append(r["stats"]["median"] * 1e-3)
+        chain.append(reads / per_wait * latency / clock)
+        dram.append(reads / read + writes / write)
+    measured, chain, dram = np.array(measured), np.array(chain), np.array(dram)
+
+    def log_error(p: float) -> float:
+        return float(np.sum((np.log((chain**p + dram**p) ** (1.0 / p)) - np.log(measured)) ** 2))
+
+    best = minimize_scalar(log_error, bounds=EXPONENT_RANGE, method="bounded")
+    rms = math.sqrt(best.fun / len(points))
+    at_mix = rates.get("overlap_exponent", {}).get("value") or _param(doc, hardware, "overlap_exponent")
+    compare = f", at the mix sweep's p {at_mix:g}: {math.sqrt(log_error(at_mix) / len(points)):.3f}" if at_mix else ""
+    kinds = sorted({(r["kind"], r["warps_per_sm"], r["vector_bits"]) for r in points})
+    return {"value": round(float(best.x), 3), "unit": "1",
+            "from": f"dram_occupancy_vector: least-squares fit (log time) of {len(points)} read and copy streams "
+                    f"({min(k[1] for k in kinds)}-{max(k[1] for k in kinds)} warps per SM, "
+                    f"{min(k[2] for k in kinds)}-{max(k[2] for k in kinds)}-bit accesses) to (t_chain^p + t_dram^p)^(1/p); "
+                    f"rms log error {rms:.3f}{compare}"}
+
+
 def barrier_cost(doc: dict) -> dict[str, dict]:
     """__syncthreads cost as a line in the warps per block: the barrier sweep with one block
     per SM, cycles = base + per_warp x warps (the last warp's arrival is what grows)."""
@@ -105,4 +150,6 @@ def fitted_parameters(doc: dict, hardware: GPU) -> dict[str, dict]:
     out = dram_rates(doc) | barrier_cost(doc)
     if (overlap := overlap_exponent(doc, hardware, out)) is not None:
         out["overlap_exponent"] = overlap
+    if (chains := chain_overlap_exponent(doc, hardware, out)) is not None:
+        out["chain_overlap_exponent"] = chains
     return out

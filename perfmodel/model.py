@@ -34,6 +34,8 @@ UNMEASURED_LAUNCH_MATTERS_NS = 10_000.0
 # the kernel's core time: a chain of half the throughput time adds 7% or more to it through the
 # p-norm (overlap_exponent 1.9-2.4 on H100/H200), less would hardly change the answer.
 CAVEAT_SHARE = 0.5
+# The sides of a term's Contribution (perfmodel.terms.base), as the prediction combines them.
+SIDES = ("sm", "memory", "chains", "pipelined", "alone", "overheads")
 # SM-side components that are shares of the one instruction stream the schedulers issue.
 ISSUE_STREAM = ("issue", "fma", "fp64", "alu", "sfu", "lsu")
 # Terms whose parameter matters only for kernels near that scale.
@@ -127,19 +129,24 @@ def predict(gpu: GPU, work: KernelFeatures, context: str = ISOLATED) -> Predicti
     def merged(side: str) -> dict[str, float]:
         return {c: t for part in contributions.values() for c, t in getattr(part, side).items()}
 
-    sm, memory, chains, alone, overheads = (merged(side) for side in ("sm", "memory", "chains", "alone", "overheads"))
+    sm, memory, chains, pipelined, alone, overheads = (merged(side) for side in SIDES)
     overlap = gpu.value("overlap_exponent")
+    # a warp's waits for its own loads overlap the other warps' throughput less than SM and
+    # memory work do (the occupancy sweep against the mix sweep, perfmodel.fit); unfitted, the same p
+    chain_overlap = gpu.value("chain_overlap_exponent", overlap)
     # The pipes execute what the schedulers issue: the issue bound and each pipe's are one stream
     # (the larger counts); the L1/shared data path, the tensor pipe and barrier waits are other
     # resources, which the SM overlaps with it only in part.
     stream = max((t for c, t in sm.items() if c in ISSUE_STREAM), default=0.0)
     sm_time = pnorm([stream, *(t for c, t in sm.items() if c not in ISSUE_STREAM)], overlap)
     memory_time = max(memory.values(), default=0.0)
-    throughput = combine(sm_time, memory_time, overlap)
-    core = max(pnorm((throughput, *chains.values()), overlap), max(alone.values(), default=0.0))
+    throughput = pnorm((combine(sm_time, memory_time, overlap), *pipelined.values()), overlap)
+    core = max(pnorm((throughput, *chains.values()), chain_overlap), max(alone.values(), default=0.0))
     extra = sum(overheads.values())
     seconds = core + extra
-    bounds = {**sm, **memory, **chains, **alone}
+    bounds = {**sm, **memory, **alone}
+    for component, t in (*chains.items(), *pipelined.items()):  # a kernel's two kinds of load waits: one latency
+        bounds[component] = bounds.get(component, 0.0) + t
     bound = max(bounds.items(), key=lambda item: item[1])[0] if bounds and core >= extra else "launch"
     if bound == "launch":
         notes.append("the kernel's work takes less time than what every launch costs (a kernel's fixed start and end, the "
@@ -188,7 +195,7 @@ def _launch(gpu: GPU, work: KernelFeatures, context: str) -> Launch:
 
 
 def _term_dict(part: Contribution) -> dict:
-    found = {side: {c: t * 1e9 for c, t in getattr(part, side).items()} for side in ("sm", "memory", "chains", "alone", "overheads")}
+    found = {side: {c: t * 1e9 for c, t in getattr(part, side).items()} for side in SIDES}
     found = {side: values for side, values in found.items() if values}
     if part.inputs:
         found["inputs"] = part.inputs

@@ -28,7 +28,7 @@ from perfmodel.features import KernelFeatures
 from perfmodel.hardware import GPU, SECTOR_BYTES, Param, gpu, gpu_id_for_device_name
 
 # Warp-level counts: one per warp (wavefront) instruction, whatever its active lanes.
-WARP_LEVEL_COUNTS = ("instructions", "global_load_requests", "global_load_waits", "global_store_requests", "global_atomic_instructions")
+WARP_LEVEL_COUNTS = ("instructions", "global_load_requests", "global_load_waits", "global_load_async_waits", "global_store_requests", "global_atomic_instructions")
 
 
 def source_gpu(features: KernelFeatures) -> GPU | None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from perfmodel.fit import barrier_cost, dram_rates, fitted_parameters, overlap_exponent
+from perfmodel.fit import barrier_cost, chain_overlap_exponent, dram_rates, fitted_parameters, overlap_exponent
 from perfmodel.hardware import gpu
 
 CALIB = Path(__file__).resolve().parents[1] / "microbench" / "calib"
@@ -47,6 +48,36 @@ def test_overlap_needs_enough_accepted_points():
     assert overlap_exponent(doc, gpu("h100"), dram_rates(doc)) is None
 
 
+def _occupancy_doc(p: float, latency: float = 700.0) -> dict:
+    """A synthetic occupancy x vector sweep whose read and copy times are exactly the p-norm of
+    the latency term's chain (one wait per 32 x vector bytes of each warp) and the DRAM term."""
+    results = [_result("dram", name="read", bytes=2**31, bytes_per_s=READ), _result("dram", name="write", bytes=2**31, bytes_per_s=WRITE)]
+    buffer = 2**30
+    for kind in ("read", "copy"):
+        for warps in (8, 16, 32, 64):
+            for bits in (32, 128):
+                reads = buffer
+                writes = buffer if kind == "copy" else 0
+                chain = reads / (SMS * warps * 32 * bits / 8) * latency / CLOCK
+                dram = reads / READ + writes / WRITE
+                seconds = (chain**p + dram**p) ** (1 / p)
+                results.append(_result("dram", name=f"{kind}_v{bits}_w{warps}", sweep="occupancy_vector", kind=kind,
+                                       warps_per_sm=warps, vector_bits=bits, bytes=reads + writes, sm_clock_hz=CLOCK,
+                                       median_ms=seconds * 1e3))
+    return {"results": results, "parameters": {"dram_latency_cycles": {"value": latency}}}
+
+
+@pytest.mark.parametrize("p", [1.3, 2.0, 4.0])
+def test_chain_overlap_exponent_recovers_the_exponent_of_synthetic_data(p):
+    doc = _occupancy_doc(p)
+    rates = dram_rates(doc)
+    fitted = chain_overlap_exponent(doc, gpu("h100"), rates)
+    assert fitted["value"] == pytest.approx(p, rel=0.02)
+    assert "16 read and copy streams (8-64 warps per SM, 32-128-bit accesses)" in fitted["from"]
+    write_only = [r for r in doc["results"] if r.get("kind") == "read"][:3]
+    assert chain_overlap_exponent({"results": write_only, "parameters": doc["parameters"]}, gpu("h100"), rates) is None
+
+
 def test_barrier_line_through_the_sweep():
     sweep = [{"warps_per_block": w, "blocks_per_sm": 1, "cycles_per_barrier": 10 + 3 * w} for w in (1, 2, 4, 8, 16, 32)]
     sweep.append({"warps_per_block": 32, "blocks_per_sm": 2, "cycles_per_barrier": None})  # rejected point: ignored
@@ -73,3 +104,11 @@ def test_fits_of_the_committed_calibrations(gpu_id):
     # overlap is imperfect (p finite) but closer to the maximum than to the sum
     assert 1.2 < fitted["overlap_exponent"]["value"] < 16
     assert fitted["barrier_cycles_per_warp"]["value"] > 0
+    # a warp's waits for its own loads overlap the throughput less than SM and memory work do,
+    # and the sweep's streams are nearer their own p than the mix sweep's
+    chains = fitted["chain_overlap_exponent"]
+    assert 1.0 < chains["value"] < fitted["overlap_exponent"]["value"]
+    rms, at_mix = (float(x) for x in re.search(r"rms log error (\d\.\d+), at the mix sweep's p [\d.]+: (\d\.\d+)", chains["from"]).groups())
+    assert rms < at_mix
+    # the committed hardware file holds what the committed calibration fits
+    assert gpu(gpu_id).value("chain_overlap_exponent") == chains["value"]

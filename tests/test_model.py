@@ -77,6 +77,25 @@ def test_sm_and_memory_sides_combine_with_the_overlap_exponent():
     assert p.predicted_ns == pytest.approx((sm**2 + memory**2) ** 0.5 + p.inputs["overheads_ns"])
 
 
+@pytest.mark.parametrize("asynchronous", [0.0, 1.0])
+def test_a_warps_own_load_waits_combine_with_the_chain_exponent_and_pipeline_waits_with_the_overlap_exponent(asynchronous):
+    """Waits for a warp's own loads (the occupancy sweep's kind) combine with the throughput at
+    chain_overlap_exponent; waits at an asynchronous copy pipeline's barriers (cp.async, TMA),
+    built to overlap it, at overlap_exponent, the same as the SM and memory sides."""
+    hw = with_params("h100", overlap_exponent=3.0, chain_overlap_exponent=1.5)
+    waits = 40.0 * 132 * 8 * 8
+    w = work(dram_bytes_read=3e7, global_load_requests=waits, global_load_waits=waits,
+             global_load_async_waits=waits * asynchronous, global_load_sectors=3e7 / 32)
+    p = predict(hw, w, "isolated-clean")
+    side = "pipelined" if asynchronous else "chains"
+    latency = p.terms["latency"][side]["latency"]
+    assert set(p.terms["latency"]) - {"inputs"} == {side} and p.breakdown["latency"] == pytest.approx(latency)
+    throughput = combine(p.inputs["sm_side_ns"], p.inputs["memory_side_ns"], 3.0)
+    exponent = 3.0 if asynchronous else 1.5
+    assert latency > 0.3 * throughput
+    assert p.predicted_ns == pytest.approx((throughput**exponent + latency**exponent) ** (1 / exponent) + p.inputs["overheads_ns"])
+
+
 def test_a_missing_parameter_makes_a_lower_bound_that_names_it():
     hw = gpu("h100")
     reduced = dataclasses.replace(hw, params={k: v for k, v in hw.params.items() if not k.startswith("atomic")})

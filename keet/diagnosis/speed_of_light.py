@@ -210,7 +210,8 @@ def attainable_ns(prediction: Prediction) -> float:
     """The speed of light of predicted work (module docstring): the slowest unit alone (the
     model's limits, dependent-load chains included) plus the launch's fixed costs; never more
     than the prediction."""
-    limits = [*bounds(prediction).values(), *(t for term in prediction.terms.values() for t in term.get("chains", {}).values())]
+    limits = [*bounds(prediction).values(),
+              *(t for term in prediction.terms.values() for side in ("chains", "pipelined") for t in term.get(side, {}).values())]
     if not limits:
         return prediction.predicted_ns
     return min(prediction.predicted_ns, max(limits) + (prediction.inputs.get("overheads_ns") or 0.0))
