@@ -3,8 +3,9 @@
 Each term of perfmodel/terms/ (one module per unit or effect: pipes, issue, tensor, L1/shared,
 barriers, L2, DRAM, atomics, latency, launch) turns the work into the time it would take alone on
 the target GPU. SM-side bounds (pipes, issue, L1) and memory-side bounds (L2, DRAM, atomics)
-overlap imperfectly (`combine`); limits no other work overlaps (latency chains, block dispatch)
-compete with that; the launch context's overheads (a kernel's fixed cost, the memory pipeline's
+overlap imperfectly (`combine`), and with them the waits of asynchronous copy pipelines; a
+warp's waits for its own loads overlap all that less (chain_overlap_exponent); limits no other
+work overlaps (block dispatch) compete with that; the launch context's overheads (a kernel's fixed cost, the memory pipeline's
 fill, dirty write-back) are added on top. docs/model.md has the equations and where each parameter
 comes from.
 """
