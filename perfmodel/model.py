@@ -5,9 +5,9 @@ barriers, L2, DRAM, atomics, latency, launch) turns the work into the time it wo
 the target GPU. SM-side bounds (pipes, issue, L1) and memory-side bounds (L2, DRAM, atomics)
 overlap imperfectly (`combine`), and with them the waits of asynchronous copy pipelines; a
 warp's waits for its own loads overlap all that less (chain_overlap_exponent); limits no other
-work overlaps (block dispatch) compete with that; the launch context's overheads (a kernel's fixed cost, the memory pipeline's
-fill, dirty write-back) are added on top. docs/model.md has the equations and where each parameter
-comes from.
+work overlaps (block dispatch) compete with that; the launch context's overheads (a kernel's
+fixed cost, the memory pipeline's fill, dirty write-back) are added on top. docs/model.md has
+the equations and where each parameter comes from.
 """
 
 from __future__ import annotations
