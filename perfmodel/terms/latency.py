@@ -1,5 +1,7 @@
 """Latency (Little's law): every warp waits for its dependent loads one after the other, while the
-warps of a round overlap: rounds x load waits per warp x load latency. A wait is a chain of
+warps of a round overlap: rounds x load waits per warp x load latency. Waits for a warp's own
+loads are `chains`, those at asynchronous copy pipelines' barriers `pipelined` (the model
+combines the two differently: perfmodel/model.py). A wait is a chain of
 dependent global loads in one basic block (perfmodel.load_chains, from the SASS where the report
 has it); without the SASS every load request counts as a wait (the worst case). A load's latency is the mix of
 L1, L2 and DRAM latencies in the proportions its sectors were served (hit fractions from the sector
@@ -51,7 +53,7 @@ def evaluate(k: Launch) -> Contribution:
         # 8.3% against 9.1%; the H200 reports, which have none: 9.3% against 10.0%) or combining
         # it as known chains (10.5% and 11.6%, 7-10% long).
         if counts.get("global_load_waits"):
-            pipelined = min(1.0, counts.get("global_load_async_waits", 0.0) / global_waits)
+            pipelined = min(1.0, counts.get("global_load_async_waits", 0.0) / loads)  # local loads: synchronous
             if pipelined < 1.0:
                 out.chains["latency"] = seconds * (1.0 - pipelined)
             if pipelined > 0.0:
