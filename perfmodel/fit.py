@@ -19,6 +19,7 @@ Only microbenchmark data enters: no zoo kernel and no profile.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -53,6 +54,16 @@ def dram_rates(doc: dict) -> dict[str, dict]:
     return out
 
 
+def _fit_pnorm(a: np.ndarray, b: np.ndarray, measured: np.ndarray) -> tuple[float, Callable[[float], float]]:
+    """The p whose p-norm of the bounds a and b fits the measured times best (least squares of
+    the log), and the rms log error at any p."""
+    def log_error(p: float) -> float:
+        return float(np.sum((np.log((a**p + b**p) ** (1.0 / p)) - np.log(measured)) ** 2))
+
+    best = minimize_scalar(log_error, bounds=EXPONENT_RANGE, method="bounded")
+    return float(best.x), lambda p: math.sqrt(log_error(p) / len(measured))
+
+
 def overlap_exponent(doc: dict, hardware: GPU, rates: dict[str, dict]) -> dict | None:
     """Fit p in t = (t_fma^p + t_dram^p)^(1/p) over the mix sweep. t_fma = FLOPs /
     (fp32_flops_per_clk_per_sm x SMs x the run's SM clock); t_dram = bytes read / read rate +
@@ -72,16 +83,8 @@ def overlap_exponent(doc: dict, hardware: GPU, rates: dict[str, dict]) -> dict |
         measured.append(r["stats"]["median"] * 1e-3)
         fma.append(r["flops"] / (per_sm * sms * clock))
         dram.append(r["bytes"] / 2 / read + r["bytes"] / 2 / write)
-    measured, fma, dram = np.array(measured), np.array(fma), np.array(dram)
-
-    def log_error(p: float) -> float:
-        predicted = (fma**p + dram**p) ** (1.0 / p)
-        return float(np.sum((np.log(predicted) - np.log(measured)) ** 2))
-
-    best = minimize_scalar(log_error, bounds=EXPONENT_RANGE, method="bounded")
-    p = float(best.x)
-    rms = math.sqrt(best.fun / len(points))
-    at_max = math.sqrt(log_error(EXPONENT_RANGE[1]) / len(points))
+    p, rms_at = _fit_pnorm(np.array(fma), np.array(dram), np.array(measured))
+    rms, at_max = rms_at(p), rms_at(EXPONENT_RANGE[1])
     return {"value": round(p, 3), "unit": "1",
             "from": f"mix: least-squares fit (log time) of {len(points)} arithmetic intensities (N = "
                     f"{', '.join(str(r['fma_per_element']) for r in points)} FMAs per float) to "
@@ -112,17 +115,12 @@ def chain_overlap_exponent(doc: dict, hardware: GPU, rates: dict[str, dict]) -> 
         measured.append(r["stats"]["median"] * 1e-3)
         chain.append(reads / per_wait * latency / clock)
         dram.append(reads / read + writes / write)
-    measured, chain, dram = np.array(measured), np.array(chain), np.array(dram)
-
-    def log_error(p: float) -> float:
-        return float(np.sum((np.log((chain**p + dram**p) ** (1.0 / p)) - np.log(measured)) ** 2))
-
-    best = minimize_scalar(log_error, bounds=EXPONENT_RANGE, method="bounded")
-    rms = math.sqrt(best.fun / len(points))
+    p, rms_at = _fit_pnorm(np.array(chain), np.array(dram), np.array(measured))
     at_mix = rates.get("overlap_exponent", {}).get("value") or _param(doc, hardware, "overlap_exponent")
-    compare = f", at the mix sweep's p {at_mix:g}: {math.sqrt(log_error(at_mix) / len(points)):.3f}" if at_mix else ""
+    compare = f", at the mix sweep's p {at_mix:g}: {rms_at(at_mix):.3f}" if at_mix else ""
     kinds = sorted({(r["kind"], r["warps_per_sm"], r["vector_bits"]) for r in points})
-    return {"value": round(float(best.x), 3), "unit": "1",
+    rms = rms_at(p)
+    return {"value": round(p, 3), "unit": "1",
             "from": f"dram_occupancy_vector: least-squares fit (log time) of {len(points)} read and copy streams "
                     f"({min(k[1] for k in kinds)}-{max(k[1] for k in kinds)} warps per SM, "
                     f"{min(k[2] for k in kinds)}-{max(k[2] for k in kinds)}-bit accesses) to (t_chain^p + t_dram^p)^(1/p); "

@@ -517,13 +517,10 @@ def _read_once(view: ModelView) -> Change | None:
     excess = reads - written
     if written <= 0 or excess <= 0:
         return None
-    counts["l2_sectors_read"] = written
+    _remove_l1_traffic(counts, excess, 0.0, 1.0)  # the re-read sectors were L1 misses, all of them
     _scale_requests(counts, reads)
-    for name in ("l1_to_l2_read_bytes", "global_load_sectors"):  # the re-read sectors were L1 misses
-        if name in counts:
-            counts[name] = max(0.0, counts[name] - excess * (SECTOR if name.endswith("bytes") else 1.0))
-    if "dram_bytes_read" in counts:
-        counts["dram_bytes_read"] = min(counts["dram_bytes_read"], written * SECTOR)
+    if "global_load_sectors" in counts:
+        counts["global_load_sectors"] = max(0.0, counts["global_load_sectors"] - excess)
     return replace(view.work, counts=counts), (
         f"each row read once ({si(excess * SECTOR, 'B')} of re-reads through the L2 removed: one-pass torch.compile kernel)")
 
