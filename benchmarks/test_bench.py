@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import lzma
 from pathlib import Path
 
@@ -78,14 +79,16 @@ def test_explain_20_kernel_full_set_report(benchmark, zoo20):
 
 
 def test_predict_20_kernel_full_set_report(benchmark, zoo20):
-    """perfmodel predict from a profile (load + features + model for every kernel), target < 1 s."""
-    from perfmodel.features import features, raw_metrics
-    from perfmodel.hardware import gpu
-    from perfmodel.model import predict
+    """`perfmodel predict REPORT --gpu h200` in process, as a user runs it (load of the model's
+    metrics with every kernel's load chains read ahead, features, model, the JSON answer), target < 1 s."""
+    from click.testing import CliRunner
+
+    from perfmodel.cli import cli
 
     def predict_report():
-        profile = load_profile(zoo20, metrics=raw_metrics())
-        return [predict(gpu("h200"), features(profile, kernel)) for kernel in profile.kernels]
+        result = CliRunner().invoke(cli, ["predict", str(zoo20), "--gpu", "h200", "--format", "json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)["kernels"]
 
     predictions = benchmark.pedantic(predict_report, rounds=5, iterations=1)
     assert len(predictions) == 20

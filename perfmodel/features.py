@@ -202,7 +202,7 @@ def _global_load_waits(kernel: Kernel, opcodes: dict[str, float]) -> tuple[float
     per-instruction counters and SASS: Nsight Compute's SourceCounters section) plus the waits of
     asynchronous copies at their pipeline barriers (from the opcode table). Without the SASS, a
     kernel with asynchronous copies counts each synchronous load as a wait; one without them has
-    no answer (None: the latency term then takes every request as a wait)."""
+    no answer (None: the latency term then takes a typical share of the requests as waits)."""
     asynchronous = any(op.startswith(ASYNC_COPIES) for op in opcodes)
     async_waits = sum(c for op, c in opcodes.items() if op.startswith(ASYNC_WAITS)) if asynchronous else 0.0
     source = kernel.source_columns(LOAD_CHAIN_COLUMNS)

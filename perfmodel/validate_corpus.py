@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from keet.ingest import load_profile
 from perfmodel.features import KernelFeatures, features, raw_metrics, source_request
 from perfmodel.hardware import gpu
@@ -80,6 +82,18 @@ def corpus_rows(manifest: dict, work: dict[str, dict[str, KernelFeatures | str]]
             rows.append(CorpusRow(entry["case"], entry["id"], source, target, measured["isolated_ns"], prediction.predicted_ns,
                                   prediction.bound, naive_roofline_ns(hardware, kernel_work), entry["split"], entry["library"]))
     return rows
+
+
+def traced_waits_per_request(manifest: dict, work: dict[str, dict[str, KernelFeatures | str]], gpu_id: str = "h100",
+                             split: str = "dev") -> tuple[float, int]:
+    """The median, over a split's kernels whose load chains the SASS traced (synchronous loads
+    only: no asynchronous copy waits), of load waits per global load request, and how many
+    kernels: perfmodel.terms.latency.UNTRACED_WAITS_PER_REQUEST is the dev split's on H100."""
+    in_split = {entry["id"] for entry in manifest["kernels"] if entry["split"] == split}
+    ratios = [w.counts["global_load_waits"] / w.counts["global_load_requests"] for kid, w in work[gpu_id].items()
+              if kid in in_split and isinstance(w, KernelFeatures) and w.counts.get("global_load_waits")
+              and w.counts.get("global_load_requests") and not w.counts.get("global_load_async_waits")]
+    return float(np.median(ratios)), len(ratios)
 
 
 def launched_differently(entry: dict) -> bool:

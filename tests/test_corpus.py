@@ -86,3 +86,16 @@ def test_every_report_holds_its_manifest_kernels(report):
         assert list(kernel.grid) == launch["grid"] and list(kernel.block) == launch["block"]
         assert kernel.registers_per_thread == launch["registers"]
         assert kernel.duration_ns == pytest.approx(measured["profiled_ns"])
+
+
+@pytest.mark.slow
+def test_the_untraced_waits_per_request_is_the_dev_splits_traced_median():
+    """The latency term's share of load requests taken as waits where a profile has no SASS is
+    the median of what the SASS traced on the dev split's H100 kernels (work counts, not times)."""
+    from perfmodel.terms.latency import UNTRACED_WAITS_PER_REQUEST
+    from perfmodel.validate_corpus import corpus_features, traced_waits_per_request
+
+    h100_only = {**MANIFEST, "root": str(CORPUS), "gpus": {"h100": MANIFEST["gpus"]["h100"]}}
+    median, kernels = traced_waits_per_request(h100_only, corpus_features(h100_only))
+    assert kernels >= 150
+    assert UNTRACED_WAITS_PER_REQUEST == pytest.approx(median, abs=0.005)

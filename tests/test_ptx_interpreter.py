@@ -531,6 +531,56 @@ def test_zoo_triad_matches_ncu(zoo_profile):
     assert abs(per_warp / measured - 1) <= 0.10, (per_warp, measured)
 
 
+def test_zoo_triad_load_chains_match_the_sass_count(zoo_profile):
+    """The load waits traced through the interpreted PTX are those perfmodel.load_chains traces
+    through the SASS of the H100 report: the triad's two independent loads are one wait per warp."""
+    from perfmodel.features import features
+
+    kernel = zoo_profile.kernel("triad_kernel")
+    n4 = 4096 * 256
+    bufs = {x: np.zeros(4 * n4, np.float32) for x in "abc"}
+    r = count_work(_zoo("dram_triad", "triad_kernel"), (4096,), kernel.block, [Pointer("a"), Pointer("b"), Pointer("c"), 1.7, n4], bufs)
+    from_sass = features(zoo_profile, kernel).counts
+    warps_profiled = kernel.blocks * kernel.block[0] // 32
+    assert r["counts"]["global_load_waits"] / (4096 * 8) == from_sass["global_load_waits"] / warps_profiled == 1.0
+    assert r["counts"]["global_load_async_waits"] == 0.0
+
+
+CHASE_PTX = """
+.visible .entry chase(.param .u64 pnext, .param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [pnext];
+  ld.param.u64 %rd2, [pout];
+  ld.global.u32 %r1, [%rd1];
+  ld.global.u32 %r2, [%rd1+4];
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r3, [%rd4];
+  mul.wide.u32 %rd5, %r3, 4;
+  add.s64 %rd6, %rd1, %rd5;
+  ld.global.u32 %r4, [%rd6];
+  add.u32 %r5, %r4, %r2;
+  mov.u32 %r6, %tid.x;
+  mul.wide.u32 %rd7, %r6, 4;
+  add.s64 %rd8, %rd2, %rd7;
+  st.global.u32 [%rd8], %r5;
+  ret;
+}
+"""
+
+
+def test_a_chase_through_loaded_indices_is_one_wait_per_link():
+    """Two independent loads, then two loads each at an index the previous load read: three
+    waits per warp (the first pair is one), counted once per execution of the block."""
+    nxt = np.array([2, 3, 1, 0], np.uint32)
+    out = np.zeros(64, np.uint32)
+    r = count_work(parse(CHASE_PTX).kernels["chase"], (1,), (64,), [Pointer("next"), Pointer("out")], {"next": nxt, "out": out}, sample=1)
+    assert out.tolist() == [nxt[nxt[nxt[0]]] + nxt[1]] * 64
+    assert r["counts"]["global_load_requests"] == 2 * 4 and r["counts"]["global_load_waits"] == 2 * 3
+
+
 def test_zoo_bank_conflict_matches_ncu(zoo_profile):
     k, m = _measured(zoo_profile, "bank_conflict_kernel")
     grid = k.grid

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfmodel.static.load_chains import load_waits
 from perfmodel.static.ptx import (
     TYPE_BITS,
     Addr,
@@ -621,6 +622,7 @@ class Counters:
     global_load_bytes: int = 0  # bytes the active lanes asked for
     global_store_bytes: int = 0
     footprint: dict[str, Footprint] = field(default_factory=dict)  # "load", "load_l2" (L1 bypass), "store"
+    global_load_pcs: set[int] = field(default_factory=set)  # instructions that read global memory (synchronous loads)
 
 
 class Footprint:
@@ -858,6 +860,7 @@ class Interpreter:
         self.max_steps = max_steps_per_warp
         self.params = self._param_bytes(args)
         self.counters = Counters(np.zeros(len(kernel.instructions), np.int64), np.zeros(len(kernel.instructions), np.int64))
+        self._pc_of = {id(inst): pc for pc, inst in enumerate(kernel.instructions)}  # for the load chains' count
         self.approximations: set[str] = set(notes)
         self.missing: set[str] = set()  # work the interpretation does not count (texture fetches' traffic)
         self.block_work: dict[tuple[int, int, int], float] = {}  # per block run: memory instructions of its threads
@@ -2806,6 +2809,8 @@ class Interpreter:
     def _load_bytes(self, w, b, space, addrs, lanes, size, inst):
         c = self.counters
         if space == "global":
+            if (pc := self._pc_of.get(id(inst))) is not None:
+                c.global_load_pcs.add(pc)
             data = self.memory.read(addrs, size, inst)
             self._count_global(c, "load_l2" if _L1_BYPASS.intersection(inst.mods) else "load", b, addrs, size, lanes)
             if self._workspace and size == 4:  # grid.sync()'s wait: the barrier word has flipped for this lane
@@ -3233,6 +3238,7 @@ class Interpreter:
         flops: dict[str, float] = {}
         tensor: dict[str, float] = {}
         ptx_instructions = int(c.inst_by_pc.sum())
+        waits, async_waits = load_waits(self.kernel.instructions, c.inst_by_pc, c.global_load_pcs)
         folded = folded_instructions(self.kernel)
         fused = wide_adds(self.kernel, folded)
         for i, inst in enumerate(self.kernel.instructions):
@@ -3260,6 +3266,7 @@ class Interpreter:
                 "local_load_sectors": c.local_load_sectors, "local_store_sectors": c.local_store_sectors,
                 "instructions": sum(by_pipe.values()),
                 "global_atomic_instructions": c.global_atomic_instructions, "l2_sectors_atomic": c.l2_sectors_atomic,
+                "global_load_waits": waits, "global_load_async_waits": async_waits,
             },
             "warp_instructions_by_pipe": by_pipe,
             "flops": flops,

@@ -14,7 +14,10 @@ PARAMETERS = ("tensor_mma_sync_fp16_flops_per_clk_per_sm", "tensor_mma_sync_bf16
               "tensor_tcgen05_fp16_flops_per_clk_per_sm",
               "tensor_wgmma_fp16_flops_per_clk_per_sm", "tensor_wgmma_bf16_flops_per_clk_per_sm",
               "tensor_fp16_flops_per_clk_per_sm", "tensor_bf16_flops_per_clk_per_sm",
-              "tensor_fp64_flops_per_clk_per_sm", "tensor_int8_ops_per_clk_per_sm")
+              "tensor_fp64_flops_per_clk_per_sm", "tensor_int8_ops_per_clk_per_sm", "tensor_fp8_flops_per_clk_per_sm")
+# Vendor peaks of the precisions no microbenchmark of ours measures, by the precision's name.
+_VENDOR_ONLY = {"fp64": "tensor_fp64_flops_per_clk_per_sm", "int8": "tensor_int8_ops_per_clk_per_sm",
+                "fp8": "tensor_fp8_flops_per_clk_per_sm"}
 
 
 def tensor_flops_per_instruction(opcode: str) -> float:
@@ -29,11 +32,14 @@ def tensor_flops_per_instruction(opcode: str) -> float:
 
 
 def precision_of(opcode: str) -> str:
-    """The input precision of an MMA opcode: fp64 (DMMA), int8 (IMMA and kin), tf32, bf16, else fp16."""
+    """The input precision of an MMA opcode: fp64 (DMMA), int8 (IMMA and kin), fp8 (QGMMA,
+    QMMA, UTCQMMA: E4M3 and E5M2 inputs), tf32, bf16, else fp16."""
     if opcode.startswith("DMMA"):
         return "fp64"
     if opcode.startswith(("IMMA", "IGMMA", "UTCIMMA")):
         return "int8"
+    if opcode.startswith(("QGMMA", "QMMA", "UTCQMMA")):
+        return "fp8"
     return "tf32" if "TF32" in opcode else "bf16" if "BF16" in opcode else "fp16"
 
 
@@ -42,14 +48,16 @@ def tensor_rate(gpu: GPU, opcode: str) -> float | None:
 
     fp16/bf16: our measured rate of the instruction's kind, else the vendor peak; TF32 opcodes
     are rated like them (as this model has always rated them: the corpus's TF32 cuBLAS kernels
-    are validated that way; docs/model.md). fp64 and int8 have vendor peaks only: DMMA is
-    Hopper's only FP64 tensor instruction, so its peak is its rate; INT8 mma.sync (IMMA) is
-    taken to reach the same fraction of its peak as the measured FP16 mma.sync does of its own
-    (2716 of 4096 flop/clk/SM on H100: the vendor peaks are wgmma's)."""
-    kind = "tcgen05" if opcode.startswith("UTC") else "wgmma" if opcode.startswith(("HGMMA", "IGMMA")) else "mma_sync"
+    are validated that way; docs/model.md). fp64, int8 and fp8 have vendor peaks only: DMMA is
+    Hopper's only FP64 tensor instruction, so its peak is its rate; wgmma (IGMMA, QGMMA) and
+    tcgen05 are taken at their peaks, as FP16 wgmma nearly reaches its own (4081 of 4096
+    flop/clk/SM measured on H100); INT8 and FP8 mma.sync (IMMA, QMMA) are taken to reach the same fraction of the peak
+    as the measured FP16 mma.sync does of its own (2716 of 4096 on H100: the vendor peaks are
+    wgmma's)."""
+    kind = "tcgen05" if opcode.startswith("UTC") else "wgmma" if opcode.startswith(("HGMMA", "IGMMA", "QGMMA")) else "mma_sync"
     precision = precision_of(opcode)
-    if precision in ("fp64", "int8"):
-        peak = gpu.value("tensor_int8_ops_per_clk_per_sm" if precision == "int8" else "tensor_fp64_flops_per_clk_per_sm")
+    if precision in _VENDOR_ONLY:
+        peak = gpu.value(_VENDOR_ONLY[precision])
         if not peak or precision == "fp64" or kind != "mma_sync":
             return peak
         measured, vendor = gpu.value("tensor_mma_sync_fp16_flops_per_clk_per_sm"), gpu.value("tensor_fp16_flops_per_clk_per_sm")

@@ -1,0 +1,93 @@
+"""Dependent global loads a warp waits for, from interpreted PTX: perfmodel/load_chains.py's count
+(the same rule) where no report has the SASS, on the instructions the interpreter ran.
+
+Per basic block (a run of consecutive executed instructions run the same number of times) holding
+synchronous global loads: each load's chain depth is one more than the deepest load its address
+registers descend from in the block (PTX virtual registers traced through the block's
+instructions), and the block costs its deepest chain once per execution. Asynchronous copies
+(cp.async, cp.async.bulk) are waited for at their waits (cp.async.wait_group / wait_all,
+cp.async.bulk.wait_group, mbarrier test_wait / try_wait), once per execution, as the SASS count
+takes DEPBAR and SYNCS.PHASECHK. A count of work, not a time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import numpy as np
+
+from perfmodel.static.ptx import Addr, Instruction, Raw, Reg, Vec
+
+# Instructions whose first operand is not a register they write.
+_NO_DESTINATION = {"st", "red", "bar", "barrier", "bra", "ret", "exit", "membar", "fence", "prefetch", "prefetchu", "cp",
+                   "trap", "brkpt", "nanosleep", "griddepcontrol", "discard", "applypriority", "createpolicy", "sust", "sured"}
+_REGISTER = re.compile(r"%[\w.$]+")
+
+
+def _registers(operand) -> set[str]:
+    """Register names an operand reads or writes."""
+    if isinstance(operand, Reg):
+        return {operand.name}
+    if isinstance(operand, Addr):
+        return {operand.base.name} if isinstance(operand.base, Reg) else set()
+    if isinstance(operand, Vec):
+        return set().union(*(_registers(item) for item in operand.items)) if operand.items else set()
+    if isinstance(operand, Raw):
+        return set(_REGISTER.findall(operand.text))
+    return set()
+
+
+def is_async_wait(inst: Instruction) -> bool:
+    """An asynchronous copy's wait: cp.async[.bulk].wait_group / wait_all, mbarrier test_wait / try_wait."""
+    if inst.opcode == "cp":
+        return any(m in ("wait_group", "wait_all") for m in inst.mods)
+    return inst.opcode == "mbarrier" and any(m in ("test_wait", "try_wait") for m in inst.mods)
+
+
+def is_async_copy(inst: Instruction) -> bool:
+    """cp.async and cp.async.bulk copies (not their commits and waits)."""
+    return inst.opcode == "cp" and "async" in inst.mods and not any(
+        m in ("wait_group", "wait_all", "commit_group") for m in inst.mods)
+
+
+def load_waits(instructions: list[Instruction], executions: np.ndarray, load_pcs: Iterable[int]) -> tuple[float, float]:
+    """Warp-level waits as (all waits, those at asynchronous copies' waits): the deepest chain of
+    each basic block holding synchronous global loads (`load_pcs`, the instructions that read
+    global memory) times its executions (`executions`: warp-level, per instruction index), plus
+    every execution of an asynchronous copy's wait where the kernel ran asynchronous copies."""
+    loads = set(load_pcs)
+    ran = [pc for pc in range(len(instructions)) if executions[pc] > 0]
+    asynchronous = any(is_async_copy(instructions[pc]) for pc in ran)
+    async_waits = float(sum(executions[pc] for pc in ran if is_async_wait(instructions[pc]))) if asynchronous else 0.0
+    chains = 0.0
+    start = 0
+    for end in range(1, len(ran) + 1):
+        if end < len(ran) and executions[ran[end]] == executions[ran[start]]:
+            continue
+        block = ran[start:end]
+        if any(pc in loads for pc in block):
+            chains += float(executions[block[0]]) * _deepest_chain([instructions[pc] for pc in block], [pc in loads for pc in block])
+        start = end
+    return chains + async_waits, async_waits
+
+
+def _deepest_chain(block: list[Instruction], is_load: list[bool]) -> int:
+    """The longest chain of global loads in a block whose address descends from an earlier load."""
+    depth_of: dict[str, int] = {}  # register -> deepest load chain its value descends from
+    deepest = 0
+    for inst, load in zip(block, is_load):
+        if not inst.operands:
+            continue
+        writes = inst.opcode not in _NO_DESTINATION
+        sources = inst.operands[1:] if writes else inst.operands
+        if load:
+            address = [o for o in sources if isinstance(o, Addr)]
+            depth = 1 + max((depth_of.get(r, 0) for o in address for r in _registers(o)), default=0)
+            deepest = max(deepest, depth)
+        else:
+            depth = max((depth_of.get(r, 0) for o in sources for r in _registers(o)), default=0)
+        if writes:
+            for r in _registers(inst.operands[0]):
+                depth_of[r] = depth
+    return deepest
