@@ -90,5 +90,5 @@ def test_predict_20_kernel_full_set_report(benchmark, zoo20):
         assert result.exit_code == 0, result.output
         return json.loads(result.output)["kernels"]
 
-    predictions = benchmark.pedantic(predict_report, rounds=5, iterations=1)
+    predictions = benchmark.pedantic(predict_report, rounds=10, iterations=1)
     assert len(predictions) == 20

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
 # Nsight Compute's per-instruction memory columns: memory_access_type 2 is a load, memory_type 4
@@ -75,21 +76,22 @@ def _blocks(instructions: pd.DataFrame) -> tuple[float, list[tuple[float, set[in
     """Waits of blocks with one global load (no SASS needed), and per block with several:
     (executions, load pcs, pcs from its first load to its last)."""
     rows = instructions[instructions["inst_executed"] > 0].sort_values("pc")
+    pcs = rows["pc"].to_numpy().astype(int)
+    executed = rows["inst_executed"].to_numpy(dtype=float)
+    loads = np.flatnonzero((rows["memory_access_type"].to_numpy() == _LOAD) & (rows["memory_type"].to_numpy() == _GLOBAL))
     # basic blocks: runs of consecutive executed instructions with the same count
-    block = (rows["inst_executed"] != rows["inst_executed"].shift()).cumsum()
+    starts = np.flatnonzero(np.r_[True, executed[1:] != executed[:-1]])
+    block_of_load = np.searchsorted(starts, loads, side="right") - 1
     lone_waits = 0.0
     traced: list[tuple[float, set[int], list[int]]] = []
-    for _, body in rows.groupby(block, sort=False):
-        loads = (body["memory_access_type"] == _LOAD) & (body["memory_type"] == _GLOBAL)
-        if not loads.any():
-            continue
-        if loads.sum() == 1:  # one load: one wait, whatever its address came from
-            lone_waits += float(body["inst_executed"].iloc[0])
+    for block in np.unique(block_of_load):
+        in_block = loads[block_of_load == block]
+        executions = float(executed[starts[block]])
+        if len(in_block) == 1:  # one load: one wait, whatever its address came from
+            lone_waits += executions
             continue
         # from the block's first load to its last: what comes before cannot descend from a load
-        load_pcs = set(body["pc"][loads].astype(int))
-        span = body["pc"][(body["pc"] >= min(load_pcs)) & (body["pc"] <= max(load_pcs))].astype(int).tolist()
-        traced.append((float(body["inst_executed"].iloc[0]), load_pcs, span))
+        traced.append((executions, set(pcs[in_block].tolist()), pcs[in_block[0]:in_block[-1] + 1].tolist()))
     return lone_waits, traced
 
 

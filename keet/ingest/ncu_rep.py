@@ -26,6 +26,7 @@ from keet.ingest.ncu_rep_native import (
     native_errors,
     raise_on,
     read_ahead_in_worker,
+    start_sass,
 )
 from keet.profile import (
     Device,
@@ -263,8 +264,8 @@ def _learn(record: _ActionRecord, request: SourceRequest, native: NativeReport, 
         return
     code = _code_of(record)
     frame, _, base = source
-    if request.sass_for is not None:
-        native.read_sass_ahead((record.range_index, record.action_index), code, [base + pc for pc in request.sass_for(frame)])
+    if request.sass_for is not None and (offsets := request.sass_for(frame)):
+        native.read_sass_ahead((record.range_index, record.action_index), code, [base + pc for pc in offsets])
     if request.columns is None:  # every instruction was located
         sought = len(frame) > 0
     else:
@@ -376,10 +377,12 @@ def _nvtx_ranges(action) -> str | None:
 
 
 def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset[str] | None = None,
-                  read_ahead: SourceRequest | None = None, unlocated: frozenset[Hashable] = frozenset()) -> list[_ActionRecord]:
+                  read_ahead: SourceRequest | None = None, unlocated: frozenset[Hashable] = frozenset(),
+                  start_disassembler: bool = False) -> list[_ActionRecord]:
     """Read some actions of a report, and with `read_ahead` their per-instruction counters (no
-    SASS: :func:`_learn`; no file:line of the code in `unlocated`, which has none): runs in a
-    worker process.
+    SASS: :func:`_learn`; no file:line of the code in `unlocated`, which has none), and with
+    `start_disassembler` one instruction's SASS where the report has per-instruction counters
+    (the worker then reads SASS without the disassembler's start): runs in a worker process.
 
     Device attributes are the same for every launch on a device: read them from the
     task's first action on each device only (they are 166 of ~2200 metrics of an H100
@@ -402,6 +405,10 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
         for record in records:
             record.ahead = read_ahead_in_worker(report, (record.range_index, record.action_index), _code_of(record),
                                                 read_ahead, unlocated)
+        counted = [r for r in records if r.ahead[0][0] is not None and not r.ahead[1]] if start_disassembler else []
+        if counted:
+            record = counted[0]
+            start_sass(report, (record.range_index, record.action_index), _code_of(record), record.ahead[0][0][2])
     return records
 
 
@@ -475,12 +482,23 @@ def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | N
         unlocated: set[Hashable] = set()
         running: dict[Future, int] = {}
 
-        def hand_over(slot: int) -> None:
-            if tasks:
-                future = native.submit(slot, _read_actions, tasks.popleft(), keep, read_ahead, frozenset(unlocated))
+        # Read ahead with SASS on several workers, slot 0 reads the SASS (read_sass_ahead): its
+        # first task starts the disassembler (~0.4 s) while the others read, and once asked for
+        # SASS it reads no more actions while another worker can.
+        warm = read_ahead is not None and read_ahead.sass_for is not None and workers > 1
+
+        def hand_over(slot: int, start: bool = False) -> None:
+            if tasks and (workers == 1 or slot not in native.sass_slots()):
+                future = native.submit(slot, _read_actions, tasks.popleft(), keep, read_ahead, frozenset(unlocated), start)
                 running[future] = slot
 
+        if warm and len(tasks[0]) > 1:  # one action before the disassembler: the others read the rest
+            first = tasks.popleft()
+            tasks.extendleft((first[1:], first[:1]))
         for slot in range(workers):
+            if warm and slot == 0:  # one task: its worker is then free for the SASS it will be asked for
+                hand_over(slot, start=True)
+                continue
             for _ in range(IN_FLIGHT):
                 hand_over(slot)
         parts = []

@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Hashable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -378,6 +379,11 @@ class NativeReport:
             self._sass_read[code] = slot
         self._sass_ahead[code] = self.submit(slot, _sass_in_worker, position, code, addresses)
 
+    def sass_slots(self) -> set[int]:
+        """The slots whose workers were asked to read SASS ahead."""
+        with self._lock:
+            return set(self._sass_read.values())
+
     def source(self, position: tuple[int, int], columns: Collection[str] | None = None, locations: bool = True
                ) -> SourceCounters | None:
         """Per-instruction counters of the action at (range, action): every instanced per-PC metric,
@@ -624,6 +630,13 @@ def _sass_in_worker(report: str, position: tuple[int, int], code: Hashable, addr
         return {address: _sass_at(action, address) for address in addresses}
 
     return _answer(read)
+
+
+def start_sass(report: str, position: tuple[int, int], code: Hashable, address: int) -> None:
+    """Read the SASS at one address of an action, for the disassembler's start (~0.4 s, once per
+    process): later SASS reads in this worker go without it. A failure is the later read's."""
+    with contextlib.suppress(Exception), native_errors():
+        _sass_at(code_action(report, position, code), address)
 
 
 def _prefetch_in_worker(report: str, position: tuple[int, int], code: Hashable, columns: frozenset[str] | None,
