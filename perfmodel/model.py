@@ -32,8 +32,8 @@ __all__ = ["CONTEXTS", "Prediction", "check_work", "combine", "predict", "tensor
 # scale is a lower bound, above it they hardly matter.
 UNMEASURED_LAUNCH_MATTERS_NS = 10_000.0
 # A term's caveat (Contribution.caveats) is noted where its component takes at least this share of
-# the kernel's core time: a chain of half the throughput time adds 7% or more to it through the
-# p-norm (overlap_exponent 1.9-2.4 on H100/H200), less would hardly change the answer.
+# the kernel's core time: a latency of half the core time has added about 30% to the throughput's
+# through the chains' p-norm (chain_overlap_exponent 1.5-1.6 on H100/H200), one of a third 11%.
 CAVEAT_SHARE = 0.5
 # The sides of a term's Contribution (perfmodel.terms.base), as the prediction combines them.
 SIDES = ("sm", "memory", "chains", "pipelined", "alone", "overheads")

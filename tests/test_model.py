@@ -44,6 +44,37 @@ def test_mma_sync_and_wgmma_use_their_own_rates():
     assert predict(hw, sync).breakdown["tensor"] == pytest.approx(2 * predict(hw, wg).breakdown["tensor"])
 
 
+def test_fp8_mma_runs_at_the_fp8_rate_of_its_kind():
+    """QGMMA (FP8 wgmma, as cuBLAS's FP8 GEMM of the corpus runs it) at the vendor FP8 peak, twice
+    the FP16 wgmma rate for the same FLOPs; QMMA (FP8 mma.sync) at FP16 mma.sync's share of it."""
+    from perfmodel.terms.tensor import precision_of, tensor_rate
+
+    hw = gpu("h100")
+    assert precision_of("QGMMA.64x144x32.F32.E4M3.E4M3") == precision_of("QMMA.16832.F32.E4M3.E4M3") == "fp8"
+    assert tensor_rate(hw, "QGMMA.64x144x32.F32.E4M3.E4M3") == hw.value("tensor_fp8_flops_per_clk_per_sm") == 8192
+    share = hw.value("tensor_mma_sync_fp16_flops_per_clk_per_sm") / hw.value("tensor_fp16_flops_per_clk_per_sm")
+    assert tensor_rate(hw, "QMMA.16832.F32.E4M3.E4M3") == pytest.approx(8192 * share)
+    fp8 = dataclasses.replace(work(instructions=1e6), tensor_instructions={"QGMMA.64x128x32.F32.E4M3.E4M3": 1e6})
+    fp16 = dataclasses.replace(work(instructions=1e6), tensor_instructions={"HGMMA.64x128x16.F32": 2e6})
+    # the same FLOPs: FP16 wgmma at its measured 4081 flop/clk/SM, FP8 at 8192
+    assert predict(hw, fp16).breakdown["tensor"] == pytest.approx(8192 / 4081 * predict(hw, fp8).breakdown["tensor"])
+
+
+def test_without_the_sass_half_the_load_requests_wait_at_least_once_per_warp():
+    """A profile without SourceCounters: 0.5 of a warp's load requests are its waits, at least one
+    and at most all; traced waits, where the SASS gave them, are taken as they are."""
+    from perfmodel.terms.latency import untraced_waits_per_warp
+
+    assert untraced_waits_per_warp(64.0) == 32.0
+    assert untraced_waits_per_warp(1.5) == 1.0 and untraced_waits_per_warp(0.5) == 0.5 and untraced_waits_per_warp(0.0) == 0.0
+    warps = 132 * 8 * 8
+    untraced = predict(gpu("h100"), work(global_load_requests=64.0 * warps, global_load_sectors=64.0 * warps * 4))
+    traced = predict(gpu("h100"), work(global_load_requests=64.0 * warps, global_load_sectors=64.0 * warps * 4,
+                                       global_load_waits=32.0 * warps))
+    assert untraced.inputs["load_waits_per_warp"] == traced.inputs["load_waits_per_warp"] == 32.0
+    assert untraced.caveats and not traced.caveats
+
+
 def test_a_hot_address_serialises_atomics_only_when_one_slice_carries_most():
     hw = gpu("h100")
     spread = predict(hw, work(l2_sectors_atomic=1e6, l2_sectors_busiest_slice=1e6 / 80 * 1.1, instructions=1e5))

@@ -31,8 +31,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Hashable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-import contextlib
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pandas as pd
@@ -635,7 +634,7 @@ def _sass_in_worker(report: str, position: tuple[int, int], code: Hashable, addr
 def start_sass(report: str, position: tuple[int, int], code: Hashable, address: int) -> None:
     """Read the SASS at one address of an action, for the disassembler's start (~0.4 s, once per
     process): later SASS reads in this worker go without it. A failure is the later read's."""
-    with contextlib.suppress(Exception), native_errors():
+    with suppress(Exception), native_errors():
         _sass_at(code_action(report, position, code), address)
 
 

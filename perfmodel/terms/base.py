@@ -56,10 +56,10 @@ class Launch:
 @dataclass
 class Contribution:
     """Seconds a term adds to the prediction: bounds on the SM side (pipes, issue, L1), on the
-    memory side (L2, DRAM, atomics), chains (a warp's dependent waits for its own loads, which
-    the throughput work of other warps hides only in part), pipelined (waits at the barriers of
-    asynchronous copy pipelines, cp.async and TMA, built to overlap the throughput work, and the
-    worst case of unknown chains), alone (a limit compared with everything else: block dispatch),
+    memory side (L2, DRAM, atomics), chains (a warp's dependent waits for its own loads, traced
+    or estimated, which the throughput work of other warps hides only in part), pipelined (waits
+    at the barriers of asynchronous copy pipelines, cp.async and TMA, built to overlap the
+    throughput work), alone (a limit compared with everything else: block dispatch),
     and overheads added on top (a kernel's fixed start and end, memory pipeline fill, write-back
     of dirty lines); with the limits left out for want of a parameter, and the inputs it read."""
 
