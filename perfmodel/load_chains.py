@@ -12,7 +12,7 @@ of work (executed instructions and their operands), not a time.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -79,8 +79,7 @@ def _blocks(instructions: pd.DataFrame) -> tuple[float, list[tuple[float, set[in
     pcs = rows["pc"].to_numpy().astype(int)
     executed = rows["inst_executed"].to_numpy(dtype=float)
     loads = np.flatnonzero((rows["memory_access_type"].to_numpy() == _LOAD) & (rows["memory_type"].to_numpy() == _GLOBAL))
-    # basic blocks: runs of consecutive executed instructions with the same count
-    starts = np.flatnonzero(np.r_[True, executed[1:] != executed[:-1]])
+    starts = block_starts(executed)
     block_of_load = np.searchsorted(starts, loads, side="right") - 1
     lone_waits = 0.0
     traced: list[tuple[float, set[int], list[int]]] = []
@@ -95,24 +94,43 @@ def _blocks(instructions: pd.DataFrame) -> tuple[float, list[tuple[float, set[in
     return lone_waits, traced
 
 
-def _deepest_chain(load_pcs: set[int], texts: list[str], span: list[int]) -> int:
-    """The longest chain of global loads in a block whose address descends from an earlier load."""
-    depth_of: dict[int, int] = {}  # register -> deepest load chain its value descends from
+def block_starts(executed: np.ndarray) -> np.ndarray:
+    """Where the basic blocks of a run of executed instructions (in code order) begin: a block is
+    a run of consecutive instructions executed the same number of times."""
+    return np.flatnonzero(np.r_[True, executed[1:] != executed[:-1]])
+
+
+def deepest_chain(steps: Iterable[tuple[bool, set, set, set]]) -> int:
+    """The longest chain of global loads in a block whose address descends from an earlier load,
+    over its instructions in order as (is a global load, registers written, registers of the
+    address, registers read): a load is one deeper than its address's deepest chain, any other
+    instruction passes on the deepest of what it reads."""
+    depth_of: dict = {}  # register -> deepest load chain its value descends from
     deepest = 0
-    for pc, text in zip(span, texts):
-        opcode, operands = _parse(text)
-        if not operands:
-            continue
-        width = _width(opcode)
-        if pc in load_pcs:
-            address = "".join(o for o in operands[1:] if "[" in o)
-            depth = 1 + max((depth_of.get(r, 0) for r in _registers(address, 2)), default=0)
+    for is_load, written, address, read in steps:
+        if is_load:
+            depth = 1 + max((depth_of.get(r, 0) for r in address), default=0)
             deepest = max(deepest, depth)
-            for r in _registers(operands[0], width):
-                depth_of[r] = depth
-        elif not opcode.startswith(_NO_DESTINATION):
-            sources = set().union(*(_registers(o, 2) for o in operands[1:])) if len(operands) > 1 else set()
-            inherited = max((depth_of.get(r, 0) for r in sources), default=0)
-            for r in _registers(operands[0], width):
-                depth_of[r] = inherited
+        else:
+            depth = max((depth_of.get(r, 0) for r in read), default=0)
+        for r in written:
+            depth_of[r] = depth
     return deepest
+
+
+def _deepest_chain(load_pcs: set[int], texts: list[str], span: list[int]) -> int:
+    """:func:`deepest_chain` of a block's SASS."""
+    return deepest_chain(step for pc, text in zip(span, texts) if (step := _sass_step(pc in load_pcs, text)) is not None)
+
+
+def _sass_step(is_load: bool, text: str) -> tuple[bool, set[int], set[int], set[int]] | None:
+    """One SASS instruction as :func:`deepest_chain` reads it (None: no operands)."""
+    opcode, operands = _parse(text)
+    if not operands:
+        return None
+    width = _width(opcode)
+    if is_load:
+        return True, _registers(operands[0], width), _registers("".join(o for o in operands[1:] if "[" in o), 2), set()
+    if opcode.startswith(_NO_DESTINATION):
+        return False, set(), set(), set()
+    return False, _registers(operands[0], width), set(), set().union(set(), *(_registers(o, 2) for o in operands[1:]))

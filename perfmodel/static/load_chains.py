@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from perfmodel.load_chains import block_starts, deepest_chain
 from perfmodel.static.ptx import Addr, Instruction, Raw, Reg, Vec
 
 # Instructions whose first operand is not a register they write.
@@ -32,7 +33,7 @@ def _registers(operand) -> set[str]:
     if isinstance(operand, Addr):
         return {operand.base.name} if isinstance(operand.base, Reg) else set()
     if isinstance(operand, Vec):
-        return set().union(*(_registers(item) for item in operand.items)) if operand.items else set()
+        return set().union(set(), *(_registers(item) for item in operand.items))
     if isinstance(operand, Raw):
         return set(_REGISTER.findall(operand.text))
     return set()
@@ -57,37 +58,20 @@ def load_waits(instructions: list[Instruction], executions: np.ndarray, load_pcs
     global memory) times its executions (`executions`: warp-level, per instruction index), plus
     every execution of an asynchronous copy's wait where the kernel ran asynchronous copies."""
     loads = set(load_pcs)
-    ran = [pc for pc in range(len(instructions)) if executions[pc] > 0]
+    ran = np.flatnonzero(executions > 0)
     asynchronous = any(is_async_copy(instructions[pc]) for pc in ran)
     async_waits = float(sum(executions[pc] for pc in ran if is_async_wait(instructions[pc]))) if asynchronous else 0.0
     chains = 0.0
-    start = 0
-    for end in range(1, len(ran) + 1):
-        if end < len(ran) and executions[ran[end]] == executions[ran[start]]:
-            continue
-        block = ran[start:end]
-        if any(pc in loads for pc in block):
-            chains += float(executions[block[0]]) * _deepest_chain([instructions[pc] for pc in block], [pc in loads for pc in block])
-        start = end
+    for block in np.split(ran, block_starts(executions[ran])[1:]):
+        if loads.intersection(block.tolist()):
+            chains += float(executions[block[0]]) * deepest_chain(_ptx_step(instructions[pc], pc in loads) for pc in block)
     return chains + async_waits, async_waits
 
 
-def _deepest_chain(block: list[Instruction], is_load: list[bool]) -> int:
-    """The longest chain of global loads in a block whose address descends from an earlier load."""
-    depth_of: dict[str, int] = {}  # register -> deepest load chain its value descends from
-    deepest = 0
-    for inst, load in zip(block, is_load):
-        if not inst.operands:
-            continue
-        writes = inst.opcode not in _NO_DESTINATION
-        sources = inst.operands[1:] if writes else inst.operands
-        if load:
-            address = [o for o in sources if isinstance(o, Addr)]
-            depth = 1 + max((depth_of.get(r, 0) for o in address for r in _registers(o)), default=0)
-            deepest = max(deepest, depth)
-        else:
-            depth = max((depth_of.get(r, 0) for o in sources for r in _registers(o)), default=0)
-        if writes:
-            for r in _registers(inst.operands[0]):
-                depth_of[r] = depth
-    return deepest
+def _ptx_step(inst: Instruction, is_load: bool) -> tuple[bool, set[str], set[str], set[str]]:
+    """One PTX instruction as perfmodel.load_chains.deepest_chain reads it."""
+    writes = bool(inst.operands) and inst.opcode not in _NO_DESTINATION
+    sources = inst.operands[1:] if writes else inst.operands
+    read = set().union(set(), *(_registers(o) for o in sources))
+    address = set().union(set(), *(_registers(o) for o in sources if isinstance(o, Addr))) if is_load else set()
+    return is_load, _registers(inst.operands[0]) if writes else set(), address, read
