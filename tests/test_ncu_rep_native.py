@@ -170,3 +170,23 @@ def test_reads_queued_when_the_report_closes_fail_and_start_no_worker():
             break
         time.sleep(0.05)
     assert not _alive(_children() - before), "a worker was started or kept after the report closed"
+
+
+def test_a_sass_read_runs_on_one_cpu_and_lets_go_after():
+    """ncu-report hands each sass_by_pc to a thread of its own: a worker reading SASS keeps all
+    its threads on one CPU (a handoff between CPUs costs most of the read), and only meanwhile."""
+    import threading
+
+    release = threading.Event()
+    helper = threading.Thread(target=release.wait)  # a thread started before, as ncu-report's is
+    helper.start()
+    try:
+        before = {int(tid): os.sched_getaffinity(int(tid)) for tid in os.listdir("/proc/self/task")}
+        with ncu_rep_native._on_one_cpu():
+            inside = {tid: os.sched_getaffinity(tid) for tid in before}
+        after = {tid: os.sched_getaffinity(tid) for tid in before}
+    finally:
+        release.set()
+        helper.join()
+    assert len({frozenset(cpus) for cpus in inside.values()}) == 1 and len(next(iter(inside.values()))) == 1
+    assert after == before

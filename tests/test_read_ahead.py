@@ -101,3 +101,13 @@ def _code_read_through(report: str, positions: list[tuple[int, int]], code) -> t
     ncu_rep_native._CODE.pop((report, code), None)
     actions = [ncu_rep_native.code_action(report, position, code) for position in positions]
     return ncu_rep_native._CODE[report, code], all(action is actions[0] for action in actions)
+
+
+def test_the_sass_worker_starts_its_disassembler_first_and_reads_no_actions(zoo_read_ahead):
+    """Read ahead on two or more workers, slot 0 starts the disassembler (~0.4 s) while the
+    others read every action, then reads the SASS: no action is decoded for its metrics there."""
+    native = zoo_read_ahead.releaser.__self__
+    if len(native._pools) < 2:
+        pytest.skip("one worker reads both the actions and the SASS")
+    assert native.sass_slots() == {0}
+    assert 0 not in set(native._slots.values())

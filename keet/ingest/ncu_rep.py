@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Collection, Hashable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -377,12 +378,11 @@ def _nvtx_ranges(action) -> str | None:
 
 
 def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset[str] | None = None,
-                  read_ahead: SourceRequest | None = None, unlocated: frozenset[Hashable] = frozenset(),
-                  start_disassembler: bool = False) -> list[_ActionRecord]:
+                  read_ahead: SourceRequest | None = None, unlocated: frozenset[Hashable] = frozenset()
+                  ) -> list[_ActionRecord]:
     """Read some actions of a report, and with `read_ahead` their per-instruction counters (no
-    SASS: :func:`_learn`; no file:line of the code in `unlocated`, which has none), and with
-    `start_disassembler` one instruction's SASS where the report has per-instruction counters
-    (the worker then reads SASS without the disassembler's start): runs in a worker process.
+    SASS: :func:`_learn`; no file:line of the code in `unlocated`, which has none): runs in a
+    worker process.
 
     Device attributes are the same for every launch on a device: read them from the
     task's first action on each device only (they are 166 of ~2200 metrics of an H100
@@ -405,11 +405,23 @@ def _read_actions(report: str, positions: list[tuple[int, int]], keep: frozenset
         for record in records:
             record.ahead = read_ahead_in_worker(report, (record.range_index, record.action_index), _code_of(record),
                                                 read_ahead, unlocated)
-        counted = [r for r in records if r.ahead[0][0] is not None and not r.ahead[1]] if start_disassembler else []
-        if counted:
-            record = counted[0]
-            start_sass(report, (record.range_index, record.action_index), _code_of(record), record.ahead[0][0][2])
     return records
+
+
+def _start_disassembler(report: str, position: tuple[int, int]) -> None:
+    """Start this worker's disassembler (~0.4 s, once per process) on the code of the action at
+    `position`, where it has per-instruction counters, so that its later SASS reads go without
+    that start: runs in a worker process. A failure is the later read's."""
+    import ncu_report
+
+    with suppress(Exception), native_errors():
+        action = loaded_action(report, position)
+        counters = action.metric_by_name("inst_executed")  # the Source Counters section's, per pc
+        base = _function_base(action)
+        if base is None or counters is None or counters.num_instances() == 0:
+            return
+        code = (action.name(ncu_report.IAction.NameBase_MANGLED), base)  # as _code_of keys it
+        start_sass(report, position, code, base)
 
 
 def _device_id_of(action) -> int:
@@ -483,21 +495,18 @@ def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | N
         running: dict[Future, int] = {}
 
         # Read ahead with SASS on several workers, slot 0 reads the SASS (read_sass_ahead): its
-        # first task starts the disassembler (~0.4 s) while the others read, and once asked for
-        # SASS it reads no more actions while another worker can.
+        # first task only starts the disassembler (~0.4 s) while the others read every action,
+        # and once asked for SASS it reads no more actions while another worker can.
         warm = read_ahead is not None and read_ahead.sass_for is not None and workers > 1
 
-        def hand_over(slot: int, start: bool = False) -> None:
+        def hand_over(slot: int) -> None:
             if tasks and (workers == 1 or slot not in native.sass_slots()):
-                future = native.submit(slot, _read_actions, tasks.popleft(), keep, read_ahead, frozenset(unlocated), start)
+                future = native.submit(slot, _read_actions, tasks.popleft(), keep, read_ahead, frozenset(unlocated))
                 running[future] = slot
 
-        if warm and len(tasks[0]) > 1:  # one action before the disassembler: the others read the rest
-            first = tasks.popleft()
-            tasks.extendleft((first[1:], first[:1]))
         for slot in range(workers):
-            if warm and slot == 0:  # one task: its worker is then free for the SASS it will be asked for
-                hand_over(slot, start=True)
+            if warm and slot == 0:
+                running[native.submit(slot, _start_disassembler, positions[0])] = slot
                 continue
             for _ in range(IN_FLIGHT):
                 hand_over(slot)
@@ -505,7 +514,7 @@ def _read_all_actions(path: Path, native: NativeReport, keep: frozenset[str] | N
         while running:
             for future in wait(running, return_when=FIRST_COMPLETED).done:
                 slot = running.pop(future)
-                part = native.result(future)
+                part = native.result(future) or []  # the disassembler's start answers None
                 for record in part:
                     record.slot = slot
                     record.launch = launch_of[(record.range_index, record.action_index)]
