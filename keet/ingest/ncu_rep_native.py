@@ -614,11 +614,12 @@ def _on_one_cpu():
         # /proc/thread-self/stat: after "(comm)", field 39 (the CPU it last ran on) is the 37th
         cpu = int(Path("/proc/thread-self/stat").read_text().rsplit(")", 1)[1].split()[36])
         threads = [int(tid) for tid in os.listdir("/proc/self/task")]
-        for tid in threads:
-            os.sched_setaffinity(tid, {cpu})
-    except (OSError, ValueError, IndexError):  # not Linux, or a CPU set the process may not choose
+    except (OSError, ValueError, IndexError):  # not Linux
         yield
         return
+    for tid in threads:
+        with suppress(OSError):  # a thread that has ended since, or a CPU set it may not take
+            os.sched_setaffinity(tid, {cpu})
     try:
         yield
     finally:
