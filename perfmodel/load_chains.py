@@ -133,4 +133,4 @@ def _sass_step(is_load: bool, text: str) -> tuple[bool, set[int], set[int], set[
         return True, _registers(operands[0], width), _registers("".join(o for o in operands[1:] if "[" in o), 2), set()
     if opcode.startswith(_NO_DESTINATION):
         return False, set(), set(), set()
-    return False, _registers(operands[0], width), set(), set().union(set(), *(_registers(o, 2) for o in operands[1:]))
+    return False, _registers(operands[0], width), set(), set().union(*(_registers(o, 2) for o in operands[1:]))

@@ -279,9 +279,11 @@ def _learn(record: _ActionRecord, request: SourceRequest, native: NativeReport, 
 def _code_of(record: _ActionRecord) -> Hashable:
     """What launches of one function share (their SASS, file:line): its name and code address,
     or where the report has no address the launch itself."""
-    if record.function_base is None:
-        return (record.range_index, record.action_index)
-    return (record.mangled_name, record.function_base)
+    return _code_key(record.mangled_name, record.function_base, (record.range_index, record.action_index))
+
+
+def _code_key(mangled_name: str, function_base: int | None, position: tuple[int, int]) -> Hashable:
+    return position if function_base is None else (mangled_name, function_base)
 
 
 class _MetricKinds:
@@ -420,8 +422,7 @@ def _start_disassembler(report: str, position: tuple[int, int]) -> None:
         base = _function_base(action)
         if base is None or counters is None or counters.num_instances() == 0:
             return
-        code = (action.name(ncu_report.IAction.NameBase_MANGLED), base)  # as _code_of keys it
-        start_sass(report, position, code, base)
+        start_sass(report, position, _code_key(action.name(ncu_report.IAction.NameBase_MANGLED), base, position), base)
 
 
 def _device_id_of(action) -> int:

@@ -663,9 +663,8 @@ def _sass_in_worker(report: str, position: tuple[int, int], code: Hashable, addr
 
 def start_sass(report: str, position: tuple[int, int], code: Hashable, address: int) -> None:
     """Read the SASS at one address of an action, for the disassembler's start (~0.4 s, once per
-    process): later SASS reads in this worker go without it. A failure is the later read's."""
-    with suppress(Exception), native_errors():
-        _sass_at(code_action(report, position, code), address)
+    process): later SASS reads in this worker go without it."""
+    _sass_at(code_action(report, position, code), address)
 
 
 def _prefetch_in_worker(report: str, position: tuple[int, int], code: Hashable, columns: frozenset[str] | None,

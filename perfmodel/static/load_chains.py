@@ -33,7 +33,7 @@ def _registers(operand) -> set[str]:
     if isinstance(operand, Addr):
         return {operand.base.name} if isinstance(operand.base, Reg) else set()
     if isinstance(operand, Vec):
-        return set().union(set(), *(_registers(item) for item in operand.items))
+        return set().union(*(_registers(item) for item in operand.items))
     if isinstance(operand, Raw):
         return set(_REGISTER.findall(operand.text))
     return set()
@@ -72,6 +72,6 @@ def _ptx_step(inst: Instruction, is_load: bool) -> tuple[bool, set[str], set[str
     """One PTX instruction as perfmodel.load_chains.deepest_chain reads it."""
     writes = bool(inst.operands) and inst.opcode not in _NO_DESTINATION
     sources = inst.operands[1:] if writes else inst.operands
-    read = set().union(set(), *(_registers(o) for o in sources))
-    address = set().union(set(), *(_registers(o) for o in sources if isinstance(o, Addr))) if is_load else set()
+    read = set().union(*(_registers(o) for o in sources))
+    address = set().union(*(_registers(o) for o in sources if isinstance(o, Addr))) if is_load else set()
     return is_load, _registers(inst.operands[0]) if writes else set(), address, read
